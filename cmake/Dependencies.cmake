@@ -1,0 +1,19 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh installs them).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(fmt 9 REQUIRED CONFIG)
+# Debian's UCX config does not link ucs/uct transitively: name all three where ucp is used.
+find_package(ucx REQUIRED CONFIG)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+
+if(WEFT_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED CONFIG)
+endif()
+
+# Optional: MPI for perf/ baselines; CUDA is detected and reported, never required.
+find_package(MPI COMPONENTS C)
+include(CheckLanguage)
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  message(STATUS "weft: CUDA compiler found at ${CMAKE_CUDA_COMPILER} (GPU paths: not built yet)")
+endif()

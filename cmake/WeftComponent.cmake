@@ -1,0 +1,25 @@
+# weft_component(<name> SOURCES <files...> [DEPENDS <components...>])
+#   One layer or folder of the library as an OBJECT library `weft_<name>`. libweft.so and
+#   weft_static are made of every component's objects. DEPENDS names the components whose
+#   headers it uses (usage only: objects are collected at the top).
+function(weft_component name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS" ${ARGN})
+  add_library(weft_${name} OBJECT ${ARG_SOURCES})
+  target_link_libraries(weft_${name} PUBLIC weft_deps ${ARG_DEPENDS} PRIVATE weft_warnings)
+  set_property(GLOBAL APPEND PROPERTY WEFT_COMPONENTS weft_${name})
+endfunction()
+
+# weft_unit_test(<name> SOURCES <files...> [LINK <targets...>])
+#   A Catch2 program `weft-test-<name>`; ctest lists each TEST_CASE. LINK defaults to
+#   weft_static (the whole library); a test may instead name the components it needs.
+function(weft_unit_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LINK" ${ARGN})
+  if(NOT ARG_LINK)
+    set(ARG_LINK weft_static)
+  endif()
+  add_executable(weft-test-${name} ${ARG_SOURCES})
+  target_link_libraries(weft-test-${name} PRIVATE ${ARG_LINK} weft_deps Catch2::Catch2WithMain
+                                                  weft_warnings)
+  target_include_directories(weft-test-${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  catch_discover_tests(weft-test-${name} TEST_PREFIX "${name}: " PROPERTIES TIMEOUT 600)
+endfunction()

@@ -1,0 +1,202 @@
+/*
+ * weft: a collective communication runtime for distributed machine learning.
+ *
+ * The C API has NCCL's shape with the `weft` prefix: the same functions, argument orders and
+ * enum values, so a framework's NCCL integration maps onto weft one to one. Buffers are host
+ * memory. Every function returns a weftResult_t; weftGetLastError() says what went wrong.
+ *
+ * The header compiles as C99 and as C++.
+ */
+#ifndef WEFT_H_
+#define WEFT_H_
+
+#include <limits.h>
+#include <stddef.h>
+
+#define WEFT_MAJOR 0
+#define WEFT_MINOR 1
+#define WEFT_PATCH 0
+#define WEFT_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define WEFT_VERSION_CODE WEFT_VERSION(WEFT_MAJOR, WEFT_MINOR, WEFT_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque handles. */
+typedef struct weftComm* weftComm_t;
+#define WEFT_COMM_NULL NULL
+
+/* A host stream: an ordered queue of operations run by a worker thread. A NULL stream means
+ * the call returns when the operation is complete. */
+typedef struct weftStream* weftStream_t;
+
+#define WEFT_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[WEFT_UNIQUE_ID_BYTES];
+} weftUniqueId;
+
+/* Result codes (values equal NCCL's). */
+typedef enum {
+  weftSuccess = 0,
+  weftUnhandledCudaError = 1,
+  weftSystemError = 2,
+  weftInternalError = 3,
+  weftInvalidArgument = 4,
+  weftInvalidUsage = 5,
+  weftRemoteError = 6,
+  weftInProgress = 7,
+  weftTimeout = 8,
+  weftNumResults = 9
+} weftResult_t;
+
+/* Reduction operations (values equal NCCL's). Operators made by weftRedOpCreatePreMulSum take
+ * values from weftNumOps upward. */
+typedef enum { weftNumOps_dummy = 5 } weftRedOp_dummy_t;
+typedef enum {
+  weftSum = 0,
+  weftProd = 1,
+  weftMax = 2,
+  weftMin = 3,
+  weftAvg = 4,
+  weftNumOps = 5,
+  weftMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(weftRedOp_dummy_t))
+} weftRedOp_t;
+
+/* Data types (values equal NCCL's). */
+typedef enum {
+  weftInt8 = 0,
+  weftChar = 0,
+  weftUint8 = 1,
+  weftInt32 = 2,
+  weftInt = 2,
+  weftUint32 = 3,
+  weftInt64 = 4,
+  weftUint64 = 5,
+  weftFloat16 = 6,
+  weftHalf = 6,
+  weftFloat32 = 7,
+  weftFloat = 7,
+  weftFloat64 = 8,
+  weftDouble = 8,
+  weftBfloat16 = 9,
+  weftFloat8e4m3 = 10,
+  weftFloat8e5m2 = 11,
+  weftNumTypes = 12
+} weftDataType_t;
+
+/* Where the scalar of a pre-multiplied sum lives. Device: the pointer is dereferenced each time
+ * a collective uses the operator. HostImmediate: the value is read before the create call
+ * returns. */
+typedef enum { weftScalarDevice = 0, weftScalarHostImmediate = 1 } weftScalarResidence_t;
+
+/* Communicator configuration. Always start from WEFT_CONFIG_INITIALIZER; fields left at
+ * WEFT_CONFIG_UNDEF_INT / WEFT_CONFIG_UNDEF_PTR take their defaults. */
+#define WEFT_CONFIG_UNDEF_INT INT_MIN
+#define WEFT_CONFIG_UNDEF_PTR NULL
+typedef struct weftConfig_v1 {
+  /* Set by WEFT_CONFIG_INITIALIZER; never touch. */
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  /* 1 (default): init and operations return when done. 0: init returns weftInProgress and
+   * completes in the background; poll weftCommGetAsyncError until it is no longer
+   * weftInProgress. */
+  int blocking;
+  /* Deadline of every wait on this communicator, in milliseconds (default WEFT_TIMEOUT_MS). */
+  int timeoutMs;
+  /* Name shown in log lines. */
+  const char* commName;
+  /* Inter-process transport: "ucx" (the default and, for now, the only one). */
+  const char* netName;
+  /* Reserved for weftCommSplit: whether children share the parent's resources. */
+  int splitShare;
+} weftConfig_t;
+
+#define WEFT_CONFIG_MAGIC 0x77656674u /* "weft" */
+#define WEFT_CONFIG_INITIALIZER                                                            \
+  {                                                                                        \
+    sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE, WEFT_CONFIG_UNDEF_INT,     \
+        WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_PTR, WEFT_CONFIG_UNDEF_PTR,               \
+        WEFT_CONFIG_UNDEF_INT                                                              \
+  }
+
+/* Errors and version. */
+weftResult_t weftGetVersion(int* version);
+const char* weftGetErrorString(weftResult_t result);
+/* The message of the last failure on this communicator (comm may be NULL: the last failure in
+ * this thread). Never NULL; "" when nothing failed. */
+const char* weftGetLastError(weftComm_t comm);
+
+/* Communicators. */
+weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
+weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
+weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
+                                    weftConfig_t* config);
+/* nranks communicators in this process, one per rank; drive them from one thread per rank or
+ * from one thread inside weftGroupStart/weftGroupEnd. devlist must be NULL (host ranks have no
+ * devices). */
+weftResult_t weftCommInitAll(weftComm_t* comms, int nranks, const int* devlist);
+/* Rank, size and rendezvous from the launcher's environment (weftrun). config may be NULL. */
+weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
+weftResult_t weftCommFinalize(weftComm_t comm);
+weftResult_t weftCommDestroy(weftComm_t comm);
+weftResult_t weftCommAbort(weftComm_t comm);
+weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+weftResult_t weftCommCount(const weftComm_t comm, int* count);
+weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+
+/* Reduction operators. */
+weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                      weftScalarResidence_t residence, weftComm_t comm);
+weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm);
+
+/* Collectives (argument orders equal NCCL's). */
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                           weftStream_t stream);
+weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           weftDataType_t datatype, int root, weftComm_t comm,
+                           weftStream_t stream);
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm,
+                        weftStream_t stream);
+weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           weftDataType_t datatype, weftComm_t comm, weftStream_t stream);
+weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                               weftStream_t stream);
+weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          weftDataType_t datatype, weftComm_t comm, weftStream_t stream);
+weftResult_t weftGather(const void* sendbuff, void* recvbuff, size_t count,
+                        weftDataType_t datatype, int root, weftComm_t comm, weftStream_t stream);
+weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         weftDataType_t datatype, int root, weftComm_t comm, weftStream_t stream);
+
+/* Point to point. Sends from one rank to another are received in the order they were sent.
+ * Matched sends and receives inside weftGroupStart/weftGroupEnd never deadlock. */
+weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                      weftComm_t comm, weftStream_t stream);
+weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
+                      weftComm_t comm, weftStream_t stream);
+
+/* Groups: operations between weftGroupStart and weftGroupEnd are started together at
+ * weftGroupEnd. Groups nest; the outermost weftGroupEnd launches. */
+weftResult_t weftGroupStart(void);
+weftResult_t weftGroupEnd(void);
+
+/* Host streams. */
+weftResult_t weftStreamCreate(weftStream_t* stream);
+/* Waits until every operation enqueued so far has finished; returns the first error among them
+ * (and then forgets it). */
+weftResult_t weftStreamSynchronize(weftStream_t stream);
+/* weftSuccess when every enqueued operation has finished, weftInProgress otherwise. */
+weftResult_t weftStreamQuery(weftStream_t stream);
+/* Waits for enqueued work, then frees the stream. */
+weftResult_t weftStreamDestroy(weftStream_t stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WEFT_H_ */

@@ -1,0 +1,134 @@
+#include "lib/base/env.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <mutex>
+
+#include "lib/base/error.hpp"
+
+namespace weft {
+namespace {
+
+constexpr std::array kVariables = {
+    EnvVar{"WEFT_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO or TRACE"},
+    EnvVar{"WEFT_DEBUG_SUBSYS", "ALL",
+           "comma list of INIT, COLL, TOPO, TUNE, NET, SHM, BOOT, ENV, ALL; a leading ^ excludes"},
+    EnvVar{"WEFT_DEBUG_FILE", "(stderr)", "write the log here; %h is the host name, %p the pid"},
+    EnvVar{"WEFT_TIMEOUT_MS", "300000",
+           "deadline of every wait, in milliseconds (config.timeoutMs overrides per communicator)"},
+    EnvVar{"WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
+           "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
+    EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
+           "pipeline chunk size of schedules, in bytes (at least 256)"},
+};
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+int64_t parseInteger(const char* name, const char* text, int64_t min, int64_t max) {
+  std::string_view s(text);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
+    fail(weftInvalidArgument, "{}='{}' is not an integer", name, text);
+  if (value < min || value > max)
+    fail(weftInvalidArgument, "{}={} is out of range [{}, {}]", name, value, min, max);
+  return value;
+}
+
+}  // namespace
+
+std::span<const EnvVar> envVariables() { return kVariables; }
+
+std::optional<LogLevel> parseLogLevel(const std::string& text) {
+  const std::string u = upper(text);
+  if (u == "NONE") return LogLevel::None;
+  if (u == "VERSION") return LogLevel::Version;
+  if (u == "WARN") return LogLevel::Warn;
+  if (u == "INFO") return LogLevel::Info;
+  if (u == "TRACE") return LogLevel::Trace;
+  return std::nullopt;
+}
+
+uint32_t parseSubsystems(const std::string& text) {
+  std::string list = upper(text);
+  bool exclude = !list.empty() && list[0] == '^';
+  if (exclude) list.erase(0, 1);
+  uint32_t mask = 0;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string name = list.substr(start, comma - start);
+    static constexpr std::pair<const char*, uint32_t> kNames[] = {
+        {"INIT", kSubsysInit}, {"COLL", kSubsysColl}, {"TOPO", kSubsysTopo},
+        {"TUNE", kSubsysTune}, {"NET", kSubsysNet},   {"SHM", kSubsysShm},
+        {"BOOT", kSubsysBoot}, {"ENV", kSubsysEnv},   {"ALL", kSubsysAll}};
+    auto it = std::find_if(std::begin(kNames), std::end(kNames),
+                           [&](auto& entry) { return name == entry.first; });
+    if (it == std::end(kNames))
+      fail(weftInvalidArgument,
+           "WEFT_DEBUG_SUBSYS='{}': unknown subsystem '{}' (known: INIT, COLL, TOPO, TUNE, NET, "
+           "SHM, BOOT, ENV, ALL)",
+           text, name);
+    mask |= it->second;
+    start = comma + 1;
+  }
+  return exclude ? ~mask : mask;
+}
+
+Env parseEnv(const std::function<const char*(const char*)>& get) {
+  Env env;
+  if (const char* v = get("WEFT_DEBUG"); v && *v) {
+    auto level = parseLogLevel(v);
+    if (!level)
+      fail(weftInvalidArgument, "WEFT_DEBUG='{}': expected NONE, VERSION, WARN, INFO or TRACE", v);
+    env.debug = *level;
+  }
+  if (const char* v = get("WEFT_DEBUG_SUBSYS"); v && *v) env.debugSubsys = parseSubsystems(v);
+  if (const char* v = get("WEFT_DEBUG_FILE"); v && *v) env.debugFile = v;
+  if (const char* v = get("WEFT_TIMEOUT_MS"); v && *v)
+    env.timeoutMs = parseInteger("WEFT_TIMEOUT_MS", v, 1, int64_t{1} << 40);
+  if (const char* v = get("WEFT_SOCKET_IFNAME"); v && *v) env.socketIfname = v;
+  if (const char* v = get("WEFT_CHUNK_BYTES"); v && *v)
+    env.chunkBytes = parseInteger("WEFT_CHUNK_BYTES", v, 256, int64_t{1} << 40);
+  return env;
+}
+
+namespace {
+struct ParsedEnv {
+  Env env;
+  std::optional<Error> error;
+};
+const ParsedEnv& parsedEnv() {
+  static const ParsedEnv parsed = [] {
+    ParsedEnv p;
+    try {
+      p.env = parseEnv([](const char* name) { return std::getenv(name); });
+    } catch (const Error& e) {
+      p.error = e;
+    }
+    return p;
+  }();
+  return parsed;
+}
+}  // namespace
+
+const Env& env() {
+  const ParsedEnv& p = parsedEnv();
+  if (p.error) throw *p.error;
+  return p.env;
+}
+
+const Env& envOrDefaults() {
+  static const Env defaults;
+  const ParsedEnv& p = parsedEnv();
+  return p.error ? defaults : p.env;
+}
+
+}  // namespace weft

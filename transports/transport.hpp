@@ -1,0 +1,75 @@
+// The Transport interface: tagged, nonblocking, pairwise byte movement between the ranks of one
+// communicator. The executor (algorithms/executor) is its only user; loopback (unit tests), ucx
+// (between processes and hosts) and, later, shm implement it.
+//
+// Contract
+// - Tags are kTagBits wide. A receive matches the send from `peer` with the same tag; every
+//   (sender, receiver, tag) triple is used by at most one message at a time.
+// - The sizes of a send and of the receive it matches are equal; a mismatch fails the receive.
+// - post* never blocks. Requests complete inside progress() (or, for transports that move data
+//   eagerly, inside post*): state becomes Done or Failed, written with release order so that a
+//   reader that observes it with acquire order also sees the data and `error`.
+// - A request stays owned by its poster and must outlive its completion, or be cancelled.
+// - One thread at a time calls a transport's methods (the communicator serialises its users).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/base/deadline.hpp"
+
+namespace weft {
+
+inline constexpr int kTagBits = 44;
+inline constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
+
+struct Request {
+  enum State : uint8_t { kIdle, kPosted, kDone, kFailed, kCancelled };
+  std::atomic<uint8_t> state{kIdle};
+  size_t bytes = 0;         // bytes received (receives) once Done
+  std::string error;        // why it failed, once Failed
+  void* handle = nullptr;   // the transport's own bookkeeping
+
+  bool finished() const { return state.load(std::memory_order_acquire) >= kDone; }
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+
+  virtual void postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) = 0;
+  virtual void postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) = 0;
+
+  // Advances outstanding requests. Returns true when anything completed or moved.
+  virtual bool progress() = 0;
+
+  // Withdraws a request that has not finished (after an error, a timeout or an abort) so that
+  // its buffer may be reused. On return the request is finished and the transport no longer
+  // touches it or its buffer.
+  virtual void cancel(Request* req) = 0;
+
+  // Tears down connections. The caller has passed a barrier with every peer first, so no peer
+  // still sends. Waits at most until the deadline.
+  virtual void close(Deadline deadline) = 0;
+};
+
+// Out-of-band exchange among the ranks of a communicator, used by transports to swap addresses
+// at set-up. The bootstrap implements it over sockets; tests implement it in memory.
+class OutOfBand {
+ public:
+  virtual ~OutOfBand() = default;
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+  // Every rank contributes a blob (sizes may differ); returns all blobs indexed by rank.
+  virtual std::vector<std::vector<uint8_t>> allGather(std::span<const uint8_t> mine,
+                                                      Deadline deadline) = 0;
+  virtual void barrier(Deadline deadline) = 0;
+};
+
+}  // namespace weft
