@@ -23,6 +23,12 @@ constexpr std::array kVariables = {
            "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
+    EnvVar{"WEFT_UNIQUE_ID", "(set by weftrun)",
+           "the job's unique id, hex: weftCommInitFromEnv joins the communicator it names"},
+    EnvVar{"WEFT_RANK", "(set by weftrun)", "this process's rank, for weftCommInitFromEnv"},
+    EnvVar{"WEFT_NRANKS", "(set by weftrun)", "the number of ranks, for weftCommInitFromEnv"},
+    EnvVar{"WEFT_LOCAL_RANK", "(set by weftrun)", "this process's rank among those on its host"},
+    EnvVar{"WEFT_LOCAL_SIZE", "(set by weftrun)", "the number of ranks on this host"},
 };
 
 std::string upper(std::string s) {
@@ -98,6 +104,21 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
   if (const char* v = get("WEFT_CHUNK_BYTES"); v && *v)
     env.chunkBytes = parseInteger("WEFT_CHUNK_BYTES", v, 256, int64_t{1} << 40);
   return env;
+}
+
+LaunchEnv parseLaunchEnv(const std::function<const char*(const char*)>& get) {
+  LaunchEnv out;
+  auto integer = [&](const char* name, int64_t min) -> std::optional<int> {
+    const char* v = get(name);
+    if (v == nullptr || *v == 0) return std::nullopt;
+    return static_cast<int>(parseInteger(name, v, min, (int64_t{1} << 31) - 1));
+  };
+  if (const char* v = get("WEFT_UNIQUE_ID"); v && *v) out.uniqueIdHex = v;
+  out.rank = integer("WEFT_RANK", 0);
+  out.nranks = integer("WEFT_NRANKS", 1);
+  out.localRank = integer("WEFT_LOCAL_RANK", 0);
+  out.localSize = integer("WEFT_LOCAL_SIZE", 1);
+  return out;
 }
 
 namespace {

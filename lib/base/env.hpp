@@ -50,6 +50,16 @@ const Env& env();
 // Same, without throwing: a default Env when the environment is bad (for logging).
 const Env& envOrDefaults();
 
+// What a launcher (weftrun) tells each rank. Read on every call: a process may start several
+// communicators, and tests change the environment.
+struct LaunchEnv {
+  std::optional<std::string> uniqueIdHex;  // WEFT_UNIQUE_ID
+  std::optional<int> rank, nranks;         // WEFT_RANK, WEFT_NRANKS
+  std::optional<int> localRank, localSize; // WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE
+};
+// Throws weftInvalidArgument naming the variable when a value is malformed.
+LaunchEnv parseLaunchEnv(const std::function<const char*(const char*)>& get);
+
 // Parses "WARN", "INFO", ... (case-insensitive); nullopt for anything else.
 std::optional<LogLevel> parseLogLevel(const std::string& text);
 // Parses "INIT,COLL" or "^NET" (everything but NET); throws Error on an unknown name.

@@ -34,3 +34,9 @@ template <class... Args>
 const char* resultName(weftResult_t result) noexcept;
 
 }  // namespace weft
+
+namespace weft {
+// The result of operations interrupted by weftCommAbort (weft.h has no "aborted" code): the
+// caller used a communicator that it aborted. Messages say "aborted".
+inline constexpr weftResult_t kAbortedResult = weftInvalidUsage;
+}  // namespace weft

@@ -1,0 +1,62 @@
+// The C boundary: what weftComm_t and weftStream_t point to, the registries that tell a live
+// handle from a destroyed one, and the guard every API function runs its body in (it turns
+// every internal failure into a weftResult_t and a message for weftGetLastError, and never lets
+// an exception cross into C).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "include/weft.h"
+#include "lib/base/error.hpp"
+#include "lib/stream/host_stream.hpp"
+
+namespace weft {
+class Comm;
+}
+
+struct weftComm {
+  int rank = 0;
+  int nranks = 0;
+  std::shared_ptr<weft::Comm> comm;  // set when initialization has completed
+  // Shared with the communicator: set by weftCommAbort, even while a non-blocking init runs.
+  std::shared_ptr<std::atomic<bool>> abortFlag = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<int> initState{weftSuccess};  // weftInProgress while a non-blocking init runs
+  std::thread initThread;
+  std::mutex mutex;  // guards comm, initError, lastError
+  std::string initError;
+  std::string lastError;
+};
+
+struct weftStream {
+  weft::HostStream impl;
+};
+
+namespace weft::api {
+
+void registerComm(weftComm* handle);
+// Removes the handle from the registry; false if it was not there.
+bool unregisterComm(weftComm* handle);
+// Throws weftInvalidArgument when `handle` is null or not a live communicator.
+weftComm* lookupComm(weftComm_t handle, const char* argument = "comm");
+// The initialised communicator behind a live handle; throws when initialization is still in
+// progress or failed.
+std::shared_ptr<Comm> readyComm(weftComm_t handle);
+
+void registerStream(weftStream* handle);
+bool unregisterStream(weftStream* handle);
+// Null is allowed (it means "no stream"); anything else must be a live stream.
+weftStream* lookupStream(weftStream_t handle);
+
+// Runs `body`, converting failures. `comm` (may be null or dead) receives the message too.
+weftResult_t guard(const char* function, weftComm_t comm, const std::function<void()>& body);
+
+// The thread's last error message, and a communicator's.
+void setLastError(weftComm_t comm, const std::string& message);
+const char* lastError(weftComm_t comm);
+
+}  // namespace weft::api

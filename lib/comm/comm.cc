@@ -1,0 +1,174 @@
+#include "lib/comm/comm.hpp"
+
+#include <new>
+
+#include "lib/base/log.hpp"
+#include "lib/bootstrap/bootstrap.hpp"
+#include "lib/bootstrap/unique_id.hpp"
+#include "transports/ucx/ucx_transport.hpp"
+
+namespace weft {
+namespace {
+
+constexpr int kTurnPollMs = 100;  // how often a waiting operation looks at the abort flag
+
+std::string makeLabel(int rank, int nranks, const std::string& name) {
+  std::string label = fmt::format("rank {} of {}", rank, nranks);
+  if (!name.empty()) label += fmt::format(" (comm '{}')", name);
+  return label;
+}
+
+void freeAligned(uint8_t* p) { ::operator delete[](p, std::align_val_t{64}); }
+
+}  // namespace
+
+Comm::Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> transport,
+           std::unique_ptr<Bootstrap> bootstrap, AbortFlag abortFlag)
+    : rank_(rank), nranks_(nranks), config_(std::move(config)),
+      label_(makeLabel(rank, nranks, config_.name)),
+      aborted_(abortFlag ? std::move(abortFlag) : std::make_shared<std::atomic<bool>>(false)),
+      transport_(std::move(transport)),
+      bootstrap_(std::move(bootstrap)), sendSeq_(nranks, 0), recvSeq_(nranks, 0) {
+  if (bootstrap_) {
+    // Ranks share a host when they can share memory (same host identity).
+    const std::string& mine = bootstrap_->rankInfo(rank_).hostId;
+    localSize_ = 0;
+    for (int r = 0; r < nranks_; ++r) {
+      if (bootstrap_->rankInfo(r).hostId != mine) continue;
+      if (r < rank_) ++localRank_;
+      ++localSize_;
+    }
+  } else {
+    localRank_ = rank_;
+    localSize_ = nranks_;
+  }
+}
+
+Comm::~Comm() {
+  if (!transportClosed_) closeTransport(Deadline::afterMs(1000));
+}
+
+std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank,
+                                    const CommConfig& config, AbortFlag abortFlag) {
+  const Deadline deadline = Deadline::afterMs(config.timeoutMs);
+  const UniqueId parsed = UniqueId::fromWire(id);
+  std::unique_ptr<Bootstrap> bootstrap =
+      Bootstrap::connect(parsed, rank, nranks, deadline, abortFlag.get());
+  UcxTransportOptions options;
+  options.label = makeLabel(rank, nranks, config.name);
+  options.setupDeadline = deadline;
+  std::unique_ptr<Transport> transport = createUcxTransport(*bootstrap, options);
+  auto comm = std::make_shared<Comm>(rank, nranks, config, std::move(transport),
+                                     std::move(bootstrap), std::move(abortFlag));
+  WEFT_INFO(kSubsysInit, "{}: ready; {} of {} rank(s) on this host; transport {}", comm->label(),
+            comm->localSize(), nranks, comm->transport().name());
+  return comm;
+}
+
+Comm::Reservation Comm::reserve(uint64_t collectives) {
+  // Callers hold lockIssue() so that point-to-point numbers follow the same order.
+  Reservation r;
+  r.ticket = nextTicket_.fetch_add(1, std::memory_order_acq_rel);
+  r.firstCollective = nextCollective_;
+  nextCollective_ += collectives;
+  return r;
+}
+
+uint64_t Comm::nextSendSeq(int peer) { return sendSeq_[peer]++; }
+uint64_t Comm::nextRecvSeq(int peer) { return recvSeq_[peer]++; }
+
+void Comm::waitTurn(uint64_t ticket, Deadline deadline) {
+  std::unique_lock lock(turnMutex_);
+  while (turn_ != ticket) {
+    if (aborted()) fail(kAbortedResult, "{}: operation not started: the communicator was aborted",
+                        label_);
+    if (deadline.expired())
+      fail(weftTimeout,
+           "{}: operation #{} waited {} ms for the communicator's earlier operations to finish",
+           label_, ticket, config_.timeoutMs);
+    turnCv_.wait_for(lock, std::chrono::milliseconds(kTurnPollMs));
+  }
+}
+
+void Comm::endTurn(uint64_t ticket) {
+  {
+    std::lock_guard lock(turnMutex_);
+    turn_ = ticket + 1;
+    while (abandoned_.erase(turn_) > 0) ++turn_;
+  }
+  turnCv_.notify_all();
+}
+
+void Comm::abandonTurn(uint64_t ticket) {
+  {
+    std::lock_guard lock(turnMutex_);
+    if (ticket != turn_) {
+      abandoned_.insert(ticket);
+      return;
+    }
+  }
+  endTurn(ticket);
+}
+
+void Comm::waitIdle(Deadline deadline) {
+  std::unique_lock lock(turnMutex_);
+  while (turn_ != nextTicket_.load(std::memory_order_acquire)) {
+    if (deadline.expired())
+      fail(weftTimeout, "{}: {} operation(s) still unfinished after {} ms", label_,
+           nextTicket_.load() - turn_, config_.timeoutMs);
+    turnCv_.wait_for(lock, std::chrono::milliseconds(kTurnPollMs));
+  }
+}
+
+void Comm::setFailed(const Error& error) {
+  std::lock_guard lock(failureMutex_);
+  if (!failure_) failure_ = error;
+}
+
+std::optional<Error> Comm::failure() const {
+  std::lock_guard lock(failureMutex_);
+  return failure_;
+}
+
+void Comm::checkUsable() const {
+  if (aborted()) fail(kAbortedResult, "{}: the communicator was aborted", label_);
+  if (finalized()) fail(weftInvalidUsage, "{}: the communicator was finalized", label_);
+  if (auto f = failure())
+    throw Error(f->result(), fmt::format("{}: the communicator failed earlier and must be "
+                                         "destroyed or aborted: {}",
+                                         label_, f->what()));
+}
+
+void Comm::abort() {
+  aborted_->store(true, std::memory_order_release);
+  turnCv_.notify_all();
+}
+
+uint8_t* Comm::scratch(size_t bytes) {
+  if (bytes > scratchBytes_) {
+    const size_t size = std::max(bytes, scratchBytes_ * 2);
+    scratch_ = {static_cast<uint8_t*>(::operator new[](size, std::align_val_t{64})), &freeAligned};
+    scratchBytes_ = size;
+  }
+  return scratch_.get();
+}
+
+void Comm::finalize() {
+  if (finalized()) fail(weftInvalidUsage, "{}: the communicator was already finalized", label_);
+  const Deadline deadline = this->deadline();
+  waitIdle(deadline);
+  finalized_.store(true, std::memory_order_release);
+  if (bootstrap_ && !aborted() && !failure()) bootstrap_->barrier(deadline);
+  closeTransport(deadline);
+}
+
+void Comm::closeTransport(Deadline deadline) {
+  transportClosed_ = true;
+  try {
+    transport_->close(deadline);
+  } catch (const Error& e) {
+    WEFT_WARN(kSubsysInit, "{}: closing the transport: {}", label_, e.what());
+  }
+}
+
+}  // namespace weft

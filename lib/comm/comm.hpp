@@ -1,0 +1,137 @@
+// A communicator: this rank's place among nranks, the transport that connects it to the others,
+// and the order in which its operations run.
+//
+// Operations on one communicator run one at a time, in the order they were issued, whichever
+// thread or stream runs them: an operation takes a ticket when it is issued and waits for its
+// turn before it runs. That order is what lets every rank pair the k-th operation of its peers
+// with its own k-th, and it makes a communicator safe to call from several threads.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/schedule_cache.hpp"
+#include "lib/base/deadline.hpp"
+#include "lib/base/error.hpp"
+#include "lib/comm/config.hpp"
+#include "lib/comm/redop.hpp"
+#include "lib/tuner/tuner.hpp"
+#include "transports/transport.hpp"
+
+namespace weft {
+
+class Bootstrap;
+
+class Comm {
+ public:
+  // The flag that aborts a communicator: shared by the API handle (which may set it while the
+  // communicator is still joining) and everything that waits on the communicator's behalf.
+  using AbortFlag = std::shared_ptr<std::atomic<bool>>;
+
+  // Joins the communicator named by `id` over the network (bootstrap, then UCX).
+  static std::shared_ptr<Comm> connect(const weftUniqueId& id, int nranks, int rank,
+                                       const CommConfig& config, AbortFlag abortFlag);
+
+  // A communicator over a given transport (loopback tests). bootstrap may be null; so may
+  // abortFlag (a fresh one is made).
+  Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> transport,
+       std::unique_ptr<Bootstrap> bootstrap, AbortFlag abortFlag = nullptr);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int localRank() const { return localRank_; }
+  int localSize() const { return localSize_; }
+  const CommConfig& config() const { return config_; }
+  // "rank 2 of 4 (comm 'name')": how messages name this rank.
+  const std::string& label() const { return label_; }
+  Deadline deadline() const { return Deadline::afterMs(config_.timeoutMs); }
+  Transport& transport() { return *transport_; }
+
+  // Issue order. reserve() hands out the next ticket, collective sequence numbers and the
+  // point-to-point sequence numbers of one launch, atomically.
+  struct Reservation {
+    uint64_t ticket = 0;
+    uint64_t firstCollective = 0;
+  };
+  Reservation reserve(uint64_t collectives);
+  uint64_t nextSendSeq(int peer);  // call only while holding a reservation's issue order
+  uint64_t nextRecvSeq(int peer);
+  std::unique_lock<std::mutex> lockIssue() { return std::unique_lock(issueMutex_); }
+
+  // Turns: waits until every earlier ticket has ended. Throws on timeout or abort.
+  void waitTurn(uint64_t ticket, Deadline deadline);
+  void endTurn(uint64_t ticket);
+  // A ticket whose operation will never run (it failed before its turn): skipped when reached.
+  void abandonTurn(uint64_t ticket);
+  // Waits until every ticket handed out so far has ended.
+  void waitIdle(Deadline deadline);
+
+  // Failure: the first error of an operation sticks; later operations fail at once with it.
+  void setFailed(const Error& error);
+  std::optional<Error> failure() const;
+  // Throws if the communicator cannot run operations (failed, aborted, finalized).
+  void checkUsable() const;
+
+  // Abort: every wait on this communicator returns with an error.
+  void abort();
+  bool aborted() const { return aborted_->load(std::memory_order_acquire); }
+  const std::atomic<bool>* abortFlag() const { return aborted_.get(); }
+
+  // Resources of the operation holding the turn.
+  ScheduleCache& schedules() { return schedules_; }
+  // At least `bytes` of 64-byte aligned scratch, valid until the next call.
+  uint8_t* scratch(size_t bytes);
+  RedOpTable& redOps() { return redOps_; }
+  TunerOverrides& overrides() { return overrides_; }
+
+  // Collective teardown: waits for issued operations, passes a barrier with every rank, closes
+  // the transport. Afterwards operations fail with weftInvalidUsage.
+  void finalize();
+  bool finalized() const { return finalized_.load(std::memory_order_acquire); }
+
+ private:
+  void closeTransport(Deadline deadline);
+
+  const int rank_, nranks_;
+  int localRank_ = 0, localSize_ = 1;
+  CommConfig config_;
+  std::string label_;
+  AbortFlag aborted_;  // declared before the transport and bootstrap, which watch it
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::atomic<bool> finalized_{false};
+  bool transportClosed_ = false;
+
+  std::mutex issueMutex_;
+  std::atomic<uint64_t> nextTicket_{0};
+  uint64_t nextCollective_ = 0;
+  std::vector<uint64_t> sendSeq_, recvSeq_;
+
+  std::mutex turnMutex_;
+  std::condition_variable turnCv_;
+  uint64_t turn_ = 0;
+  std::set<uint64_t> abandoned_;
+
+  mutable std::mutex failureMutex_;
+  std::optional<Error> failure_;
+
+  ScheduleCache schedules_;
+  std::unique_ptr<uint8_t[], void (*)(uint8_t*)> scratch_{nullptr, [](uint8_t*) {}};
+  size_t scratchBytes_ = 0;
+  RedOpTable redOps_;
+  TunerOverrides overrides_;
+};
+
+}  // namespace weft

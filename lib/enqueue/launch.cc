@@ -1,0 +1,263 @@
+#include "lib/enqueue/launch.hpp"
+
+#include <map>
+
+#include "algorithms/executor.hpp"
+#include "algorithms/reduce/datatype.hpp"
+#include "lib/base/log.hpp"
+#include "lib/comm/comm.hpp"
+#include "lib/enqueue/reduction.hpp"
+#include "lib/stream/host_stream.hpp"
+#include "lib/tuner/tuner.hpp"
+
+namespace weft {
+namespace {
+
+// Transport tags (kTagBits = 44): collectives use (sequence number mod 2^20) << 23 | message
+// index; point-to-point messages set bit 43 and number the messages of each ordered pair.
+constexpr int kMessageBits = 23;
+constexpr uint64_t kCollectiveSeqMask = (uint64_t{1} << 20) - 1;
+constexpr uint64_t kPointToPointBit = uint64_t{1} << 43;
+constexpr uint64_t kPointToPointSeqMask = kPointToPointBit - 1;
+
+struct PlannedOp {
+  Operation op;
+  uint64_t seq = 0;                  // collective or point-to-point sequence number
+  const void* selfSource = nullptr;  // set: a receive from oneself, fed by a send to oneself
+};
+
+struct Task {
+  std::shared_ptr<Comm> comm;
+  HostStream* stream = nullptr;
+  std::vector<PlannedOp> ops;
+  uint64_t ticket = 0;
+};
+
+// A send to oneself and a receive from oneself in the same group become one copy.
+void pairSelfMessages(const Comm& comm, std::vector<PlannedOp>& ops) {
+  std::vector<size_t> sends, recvs;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Operation& op = ops[i].op;
+    if (op.root != comm.rank()) continue;
+    if (op.collective == Collective::Send) sends.push_back(i);
+    if (op.collective == Collective::Recv) recvs.push_back(i);
+  }
+  if (sends.empty() && recvs.empty()) return;
+  if (sends.size() != recvs.size())
+    fail(weftInvalidUsage,
+         "{}: {} send(s) to itself and {} receive(s) from itself: a send to oneself needs a "
+         "matching receive inside the same group",
+         comm.label(), sends.size(), recvs.size());
+  for (size_t k = 0; k < sends.size(); ++k) {
+    const Operation& s = ops[sends[k]].op;
+    PlannedOp& r = ops[recvs[k]];
+    const uint64_t sendBytes = s.count * datatypeSize(s.datatype);
+    const uint64_t recvBytes = r.op.count * datatypeSize(r.op.datatype);
+    if (sendBytes != recvBytes)
+      fail(weftInvalidUsage, "{}: send to itself of {} bytes matched with a receive of {} bytes",
+           comm.label(), sendBytes, recvBytes);
+    r.selfSource = s.sendbuff;
+  }
+  for (auto it = sends.rbegin(); it != sends.rend(); ++it) ops.erase(ops.begin() + *it);
+}
+
+std::vector<Task> plan(std::vector<Submission>& submissions) {
+  std::vector<Task> tasks;
+  std::map<Comm*, size_t> index;
+  for (Submission& s : submissions) {
+    auto [it, fresh] = index.try_emplace(s.comm.get(), tasks.size());
+    if (fresh) tasks.push_back({s.comm, s.stream, {}, 0});
+    Task& t = tasks[it->second];
+    if (t.stream != s.stream)
+      fail(weftInvalidUsage,
+           "{}: operations of one communicator in a group must use the same stream",
+           s.comm->label());
+    if (s.op.count > 0) t.ops.push_back({s.op, 0, nullptr});
+  }
+  for (Task& t : tasks) {
+    t.comm->checkUsable();
+    pairSelfMessages(*t.comm, t.ops);
+  }
+  std::erase_if(tasks, [](const Task& t) { return t.ops.empty(); });
+  for (Task& t : tasks) {
+    Comm& comm = *t.comm;
+    auto lock = comm.lockIssue();
+    uint64_t collectives = 0;
+    for (const PlannedOp& p : t.ops)
+      if (p.op.collective != Collective::Send && p.op.collective != Collective::Recv)
+        ++collectives;
+    const Comm::Reservation r = comm.reserve(collectives);
+    t.ticket = r.ticket;
+    uint64_t next = r.firstCollective;
+    for (PlannedOp& p : t.ops) {
+      if (p.selfSource) continue;
+      if (p.op.collective == Collective::Send)
+        p.seq = comm.nextSendSeq(p.op.root);
+      else if (p.op.collective == Collective::Recv)
+        p.seq = comm.nextRecvSeq(p.op.root);
+      else
+        p.seq = next++;
+    }
+  }
+  return tasks;
+}
+
+struct PostDivide {
+  void* buffer;
+  uint64_t count;
+  weftDataType_t datatype;
+  int divisor;
+};
+
+struct Prepared {
+  std::vector<std::shared_ptr<const Schedule>> schedules;  // kept alive while running
+  std::unique_ptr<Execution> execution;
+  std::vector<PostDivide> posts;
+};
+
+Prepared prepare(Task& task) {
+  Comm& comm = *task.comm;
+  const int n = comm.nranks(), rank = comm.rank();
+  Prepared prepared;
+  struct Item {
+    Work work;
+    uint64_t scratchOffset = 0;
+    ReductionPlan reduction;
+    uint64_t prescaleOffset = 0, prescaleElements = 0;
+  };
+  std::vector<Item> items;
+  uint64_t scratchTotal = 0;
+  auto take = [&](uint64_t bytes) {
+    const uint64_t at = (scratchTotal + 63) & ~uint64_t{63};
+    scratchTotal = at + bytes;
+    return at;
+  };
+
+  for (const PlannedOp& p : task.ops) {
+    const Operation& op = p.op;
+    const uint32_t es = static_cast<uint32_t>(datatypeSize(op.datatype));
+    const uint64_t bytes = op.count * es;
+    Item item;
+    Work& w = item.work;
+    w.elemSize = es;
+    w.buffers = {op.sendbuff, op.recvbuff, nullptr};
+    std::shared_ptr<const Schedule> schedule;
+    if (p.selfSource) {
+      schedule = std::make_shared<const Schedule>(buildSelfCopy(bytes));
+      w.buffers.send = p.selfSource;
+      w.name = fmt::format("{} from itself", describe(op));
+    } else if (op.collective == Collective::Send || op.collective == Collective::Recv) {
+      schedule = std::make_shared<const Schedule>(op.collective == Collective::Send
+                                                       ? buildSend(op.root, bytes)
+                                                       : buildRecv(op.root, bytes));
+      w.tagBase = kPointToPointBit | (p.seq & kPointToPointSeqMask);
+      w.name = fmt::format("{} #{}", describe(op), p.seq);
+    } else {
+      CollectiveShape shape;
+      shape.collective = op.collective;
+      shape.nranks = n;
+      shape.rank = rank;
+      shape.count = op.count;
+      shape.elemSize = es;
+      shape.root = op.root;
+      shape.inPlace = isInPlace(op, rank, n);
+      if (isReducing(op.collective)) {
+        item.reduction = planReduction(op.op, op.datatype, n, comm.redOps());
+        w.reduce = item.reduction.kernel;
+        if (item.reduction.prescale) {
+          // Inputs are scaled into scratch first; the schedule then reads them from there.
+          item.prescaleElements = sendElements(op, rank, n);
+          shape.inPlace = false;
+        }
+      }
+      const TunerChoice choice = choose(op.collective, n, bytes, comm.overrides());
+      shape.chunkBytes = choice.chunkBytes;
+      schedule = comm.schedules().get(*choice.algorithm, shape);
+      if (schedule->maxTag >= (uint32_t{1} << kMessageBits))
+        fail(weftInternalError, "{}: {} needs {} messages per peer; the limit is {}",
+             comm.label(), describe(op), schedule->maxTag + 1, 1u << kMessageBits);
+      w.tagBase = (p.seq & kCollectiveSeqMask) << kMessageBits;
+      w.name = fmt::format("{} #{}", describe(op), p.seq);
+      WEFT_TRACE(kSubsysColl, "{}: {} with {} (chunk {} B, {} steps)", comm.label(), w.name,
+                 choice.algorithm->name, shape.chunkBytes, schedule->steps.size());
+    }
+    w.schedule = schedule.get();
+    prepared.schedules.push_back(std::move(schedule));
+    item.scratchOffset = take(w.schedule->scratchBytes);
+    if (item.prescaleElements) item.prescaleOffset = take(item.prescaleElements * es);
+    items.push_back(std::move(item));
+  }
+
+  uint8_t* scratch = comm.scratch(scratchTotal);
+  std::vector<Work> works;
+  for (Item& item : items) {
+    Work& w = item.work;
+    const Operation& op = task.ops[works.size()].op;
+    w.buffers.scratch = scratch + item.scratchOffset;
+    if (item.prescaleElements) {
+      uint8_t* scaled = scratch + item.prescaleOffset;
+      scale(scaled, op.sendbuff, item.prescaleElements, op.datatype,
+            item.reduction.scalar.data());
+      w.buffers.send = scaled;
+    }
+    if (item.reduction.postDivide) {
+      const uint64_t resultElements = recvElements(op, rank, n);
+      if (resultElements)
+        prepared.posts.push_back(
+            {op.recvbuff, resultElements, op.datatype, item.reduction.postDivide});
+    }
+    works.push_back(std::move(w));
+  }
+  ExecutionContext context;
+  context.rank = rank;
+  context.deadline = comm.deadline();
+  context.timeoutMs = comm.config().timeoutMs;
+  context.abortFlag = comm.abortFlag();
+  prepared.execution = std::make_unique<Execution>(comm.transport(), std::move(works), context);
+  return prepared;
+}
+
+void runTasks(std::vector<Task>& tasks) {
+  size_t held = 0;  // tasks[0, held) hold their turn
+  try {
+    for (; held < tasks.size(); ++held)
+      tasks[held].comm->waitTurn(tasks[held].ticket, tasks[held].comm->deadline());
+    for (Task& t : tasks) t.comm->checkUsable();
+    std::vector<Prepared> prepared;
+    std::vector<Execution*> executions;
+    for (Task& t : tasks) {
+      prepared.push_back(prepare(t));
+      executions.push_back(prepared.back().execution.get());
+    }
+    runToCompletion(executions);
+    for (const Prepared& p : prepared)
+      for (const PostDivide& d : p.posts)
+        divide(d.buffer, d.buffer, d.count, d.datatype, d.divisor);
+  } catch (const Error& e) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      tasks[i].comm->setFailed(e);
+      if (i < held)
+        tasks[i].comm->endTurn(tasks[i].ticket);
+      else
+        tasks[i].comm->abandonTurn(tasks[i].ticket);
+    }
+    throw;
+  }
+  for (Task& t : tasks) t.comm->endTurn(t.ticket);
+}
+
+}  // namespace
+
+void launch(std::vector<Submission> submissions) {
+  std::vector<Task> tasks = plan(submissions);
+  std::vector<Task> now;
+  std::map<HostStream*, std::vector<Task>> queued;
+  for (Task& t : tasks) (t.stream ? queued[t.stream] : now).push_back(std::move(t));
+  for (auto& [stream, streamTasks] : queued) {
+    auto shared = std::make_shared<std::vector<Task>>(std::move(streamTasks));
+    stream->enqueue([shared] { runTasks(*shared); });
+  }
+  if (!now.empty()) runTasks(now);
+}
+
+}  // namespace weft

@@ -1,0 +1,29 @@
+// Launching operations: a call outside a group, or everything between weftGroupStart and
+// weftGroupEnd. Operations are gathered per communicator into one task that takes the
+// communicator's next turn; every communicator's task then runs in one execution (all its
+// sends, receives and collectives in flight together, which is why matched send/receive
+// groups never deadlock). Tasks on a NULL stream run now, in this thread, interleaved; tasks on
+// a host stream are queued there.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lib/enqueue/operation.hpp"
+
+namespace weft {
+
+class Comm;
+class HostStream;
+
+struct Submission {
+  std::shared_ptr<Comm> comm;
+  Operation op;
+  HostStream* stream = nullptr;
+};
+
+// Throws Error for operations that cannot start and, for the NULL-stream part, when running
+// fails. Every communicator involved in a failed run is marked failed.
+void launch(std::vector<Submission> submissions);
+
+}  // namespace weft
