@@ -10,23 +10,30 @@
 namespace weft {
 namespace {
 
-// Messages are matched by (source, destination, tag). A send that finds its receive posted
-// copies straight into it; otherwise the fabric keeps a copy until the receive arrives, so
-// sends complete at once (as an eager protocol would).
+// Messages are matched by (source, destination, tag). Like real transports, small messages go
+// eagerly (a send that finds no receive leaves a copy and completes at once) and large ones by
+// rendezvous (the send stays pending until its receive arrives and copies straight from it), so
+// schedules are checked for not relying on sends finishing early.
 class Fabric {
  public:
+  static constexpr size_t kEagerBytes = 1024;
+
   void send(int from, int to, uint64_t tag, const void* buf, size_t bytes, Request* req) {
     std::lock_guard lock(mutex_);
     const Key key{from, to, tag};
     if (auto it = posted_.find(key); it != posted_.end()) {
       deliver(it->second, key, buf, bytes);
       posted_.erase(it);
-    } else if (!unexpected_.try_emplace(key, static_cast<const uint8_t*>(buf),
-                                        static_cast<const uint8_t*>(buf) + bytes)
-                    .second) {
+    } else if (unexpected_.count(key)) {
       return setFailed(req, fmt::format("rank {}: two messages to rank {} with tag {:#x} in "
                                         "flight at once",
                                         from, to, tag));
+    } else if (bytes <= kEagerBytes) {
+      const auto* data = static_cast<const uint8_t*>(buf);
+      unexpected_.try_emplace(key, Unexpected{{data, data + bytes}, nullptr, nullptr, 0});
+    } else {
+      unexpected_.try_emplace(key, Unexpected{{}, buf, req, bytes});
+      return;  // completes when the receive arrives
     }
     req->bytes = bytes;
     req->state.store(Request::kDone, std::memory_order_release);
@@ -36,7 +43,14 @@ class Fabric {
     std::lock_guard lock(mutex_);
     const Key key{from, to, tag};
     if (auto it = unexpected_.find(key); it != unexpected_.end()) {
-      deliver({buf, bytes, req}, key, it->second.data(), it->second.size());
+      Unexpected& u = it->second;
+      if (u.sendReq) {
+        deliver({buf, bytes, req}, key, u.sendBuf, u.sendBytes);
+        u.sendReq->bytes = u.sendBytes;
+        u.sendReq->state.store(Request::kDone, std::memory_order_release);
+      } else {
+        deliver({buf, bytes, req}, key, u.copy.data(), u.copy.size());
+      }
       unexpected_.erase(it);
     } else if (!posted_.try_emplace(key, Posted{buf, bytes, req}).second) {
       setFailed(req, fmt::format("rank {}: two receives from rank {} with tag {:#x} posted at "
@@ -47,12 +61,8 @@ class Fabric {
 
   void cancel(Request* req) {
     std::lock_guard lock(mutex_);
-    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-      if (it->second.req == req) {
-        posted_.erase(it);
-        break;
-      }
-    }
+    std::erase_if(posted_, [&](const auto& entry) { return entry.second.req == req; });
+    std::erase_if(unexpected_, [&](const auto& entry) { return entry.second.sendReq == req; });
     if (!req->finished()) req->state.store(Request::kCancelled, std::memory_order_release);
   }
 
@@ -83,7 +93,13 @@ class Fabric {
 
   std::mutex mutex_;
   std::map<Key, Posted> posted_;
-  std::map<Key, std::vector<uint8_t>> unexpected_;
+  struct Unexpected {
+    std::vector<uint8_t> copy;   // eager: the data
+    const void* sendBuf;         // rendezvous: the sender's buffer and request
+    Request* sendReq;
+    size_t sendBytes;
+  };
+  std::map<Key, Unexpected> unexpected_;
 };
 
 class LoopbackTransport final : public Transport {

@@ -1,0 +1,39 @@
+// n communicators over the loopback transport, driven from one thread through groups (as NCCL
+// lets one thread drive several ranks). Runs the real launch path: operator planning, the
+// tuner, schedule caching, tags, the executor.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lib/bootstrap/bootstrap.hpp"
+#include "lib/comm/comm.hpp"
+#include "lib/enqueue/group.hpp"
+#include "transports/loopback/loopback.hpp"
+
+namespace weft::testing {
+
+struct LoopbackWorld {
+  std::vector<std::shared_ptr<Comm>> comms;
+
+  explicit LoopbackWorld(int n, uint64_t chunkBytes = 0) {
+    auto transports = createLoopbackTransports(n);
+    CommConfig config;
+    config.timeoutMs = 60000;
+    for (int r = 0; r < n; ++r) {
+      comms.push_back(
+          std::make_shared<Comm>(r, n, config, std::move(transports[r]), nullptr));
+      comms.back()->overrides().chunkBytes = chunkBytes;
+    }
+  }
+  int size() const { return static_cast<int>(comms.size()); }
+
+  // Runs one operation per rank (ops[r] on rank r) as a group.
+  void run(const std::vector<Operation>& ops) {
+    groupStart();
+    for (int r = 0; r < size(); ++r) submit({comms[r], ops[r], nullptr});
+    groupEnd();
+  }
+};
+
+}  // namespace weft::testing
