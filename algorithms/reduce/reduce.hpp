@@ -10,7 +10,9 @@
 namespace weft {
 
 // The element-wise binary operations. Avg and pre-multiplied sum are built from Sum plus scale()
-// and divide() by the collective layer.
+// and divide() by the collective layer. Floating Max/Min behave as NCCL's fmaxf/fminf: a NaN
+// operand loses to a number, two NaNs give NaN; of two equal operands (+0 and -0 included) the
+// result is a.
 enum class ReduceKind { Sum, Prod, Max, Min };
 
 // dst[i] = a[i] (op) b[i] for i < count. dst may be the same pointer as a or b; other overlap
@@ -20,16 +22,20 @@ using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count)
 ReduceFn reduceKernel(weftDataType_t datatype, ReduceKind kind) noexcept;
 
 // dst[i] = src[i] * scalar, where scalar points to one value of `datatype` (dst may equal src).
+// scale() and divide() write nothing for an invalid datatype.
 void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,
            const void* scalar) noexcept;
 
-// dst[i] = src[i] / divisor (dst may equal src). Integers: C++ division (truncates toward zero);
-// floating types: division in float (double for float64) rounded to the type.
+// dst[i] = src[i] / divisor (dst may equal src). Integers: the quotient truncated toward zero
+// (as C++ `/`) and wrapped to the type, so MIN / -1 is MIN and an unsigned element divided by a
+// negative divisor is the negated quotient of the magnitudes; divisor must not be 0. Floating
+// types: division in float (double for float64) rounded to the type.
 void divide(void* dst, const void* src, size_t count, weftDataType_t datatype,
             int divisor) noexcept;
 
-// Writes the value 1/n in `datatype` (used for floating-point Avg, which weft computes as NCCL
-// does: every input pre-multiplied by 1/n, then summed). `out` has room for one element.
+// Writes the value 1/n in `datatype`, correctly rounded (used for floating-point Avg, which weft
+// computes as NCCL does: every input pre-multiplied by 1/n, then summed). `out` has room for one
+// element. Integer types have no 1/n (their Avg is Sum then divide()): the element is set to 0.
 void reciprocal(void* out, weftDataType_t datatype, int n) noexcept;
 
 }  // namespace weft

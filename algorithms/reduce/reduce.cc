@@ -1,0 +1,436 @@
+#include "algorithms/reduce/reduce.hpp"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "algorithms/reduce/datatype.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define WEFT_REDUCE_X86 1
+#else
+#define WEFT_REDUCE_X86 0
+#endif
+
+#if WEFT_REDUCE_X86 && defined(__GNUC__) && !defined(__clang__)
+// GCC compiles each hot loop three times and the dynamic loader picks one for the CPU (ifunc).
+// avx512f lets GCC use 512-bit vectors for 32- and 64-bit elements; byte elements stay at 256
+// bits (that needs avx512bw). Clang (14) does not support target_clones on templates, so a
+// clang build gets the baseline (SSE2) vector loops only.
+#define WEFT_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+// GCC 12 at -O2 (RelWithDebInfo) uses the "very cheap" vectoriser cost model, which refuses every
+// loop that needs a runtime alias check, that is all of these: ask for the -O3 behaviour on just
+// the kernels so that they vectorise whatever the build type. Clang vectorises them at -O2.
+#define WEFT_VECTORIZE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define WEFT_MULTIVERSION
+#define WEFT_VECTORIZE
+#endif
+
+// Written as plain index loops over pointers that may alias (dst == a or dst == b): GCC versions
+// the loop with an overlap check that exact aliasing passes (dst - a is 0, outside the range of
+// distances that would break a vector step), so the in-place call, the common one in a
+// collective, runs the vector loop too. No __restrict__: it would be a lie for in-place calls.
+
+namespace weft {
+namespace {
+
+// --- element-wise operations --------------------------------------------------------------------
+
+// Integers wrap: the arithmetic is done in the unsigned type of the same width (no signed overflow
+// UB) and converted back, which C++20 defines as modular.
+//
+// Floating Max/Min follow NCCL's GPU kernels, which use fmaxf/fminf (IEEE 754-2008 maxNum/minNum):
+// a NaN operand is ignored in favour of the other one, and only two NaNs give NaN (b's). Equal
+// operands, +0 and -0 included, give a. Written as a compare and select so that it vectorises.
+template <ReduceKind kKind, class T>
+[[gnu::always_inline]] inline T combine(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (kKind == ReduceKind::Sum) return static_cast<T>(static_cast<U>(U(a) + U(b)));
+    if constexpr (kKind == ReduceKind::Prod) return static_cast<T>(static_cast<U>(U(a) * U(b)));
+    if constexpr (kKind == ReduceKind::Max) return a < b ? b : a;
+    if constexpr (kKind == ReduceKind::Min) return b < a ? b : a;
+  } else {
+    if constexpr (kKind == ReduceKind::Sum) return a + b;
+    if constexpr (kKind == ReduceKind::Prod) return a * b;
+    if constexpr (kKind == ReduceKind::Max) return (b > a || a != a) ? b : a;
+    if constexpr (kKind == ReduceKind::Min) return (b < a || a != a) ? b : a;
+  }
+}
+
+// --- codecs: how a reduced-precision type is stored and computed (in float) ----------------------
+
+struct HalfCodec {
+  using Storage = uint16_t;
+  static float decode(uint16_t v) { return halfToFloat(v); }
+  static uint16_t encode(float f) { return floatToHalf(f); }
+};
+
+// The same arithmetic as bfloat16ToFloat/floatToBfloat16, written inline and branch-free so that
+// GCC vectorises whole bfloat16 loops. The tests hold the two to the same bits.
+struct Bfloat16Codec {
+  using Storage = uint16_t;
+  [[gnu::always_inline]] static float decode(uint16_t v) {
+    return std::bit_cast<float>(static_cast<uint32_t>(v) << 16);
+  }
+  [[gnu::always_inline]] static uint16_t encode(float f) {
+    const uint32_t bits = std::bit_cast<uint32_t>(f);
+    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    const uint32_t quietNan = (bits >> 16) | 0x40u;
+    return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);
+  }
+};
+
+// fp8 decodes through a 256-entry table; encoding is the scalar reference conversion.
+template <float (*kToFloat)(uint8_t) noexcept>
+const std::array<float, 256>& fp8Table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (unsigned v = 0; v < 256; ++v) t[v] = kToFloat(static_cast<uint8_t>(v));
+    return t;
+  }();
+  return table;
+}
+
+struct Fp8e4m3Codec {
+  using Storage = uint8_t;
+  static float decode(uint8_t v) { return fp8Table<fp8e4m3ToFloat>()[v]; }
+  static uint8_t encode(float f) { return floatToFp8e4m3(f); }
+};
+
+struct Fp8e5m2Codec {
+  using Storage = uint8_t;
+  static float decode(uint8_t v) { return fp8Table<fp8e5m2ToFloat>()[v]; }
+  static uint8_t encode(float f) { return floatToFp8e5m2(f); }
+};
+
+// --- loops ---------------------------------------------------------------------------------------
+
+template <class T, ReduceKind kKind>
+WEFT_MULTIVERSION WEFT_VECTORIZE void reduceNative(void* dst, const void* a, const void* b,
+                                                   size_t count) {
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < count; ++i) d[i] = combine<kKind>(x[i], y[i]);
+}
+
+template <ReduceKind kKind>
+WEFT_MULTIVERSION WEFT_VECTORIZE void reduceBfloat16(void* dst, const void* a, const void* b,
+                                                     size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < count; ++i) {
+    d[i] = Bfloat16Codec::encode(
+        combine<kKind>(Bfloat16Codec::decode(x[i]), Bfloat16Codec::decode(y[i])));
+  }
+}
+
+// Scalar loop for half without F16C and for the tails of the F16C loops.
+template <class Codec, ReduceKind kKind>
+void reduceNarrow(void* dst, const void* a, const void* b, size_t count) {
+  using S = typename Codec::Storage;
+  S* d = static_cast<S*>(dst);
+  const S* x = static_cast<const S*>(a);
+  const S* y = static_cast<const S*>(b);
+  for (size_t i = 0; i < count; ++i) {
+    d[i] = Codec::encode(combine<kKind>(Codec::decode(x[i]), Codec::decode(y[i])));
+  }
+}
+
+// fp8 has only 2^16 input pairs, so each op is a lookup in a 64 KiB table of results computed
+// once, on first use, by the scalar reference path (hence identical to it by construction). The
+// conversion per element costs several times more. The table is static storage: nothing is
+// allocated, and after the first call the only overhead is the initialisation guard's load.
+template <class Codec, ReduceKind kKind>
+const std::array<uint8_t, 1 << 16>& fp8Results() {
+  static const std::array<uint8_t, 1 << 16> table = [] {
+    std::array<uint8_t, 1 << 16> t{};
+    for (unsigned a = 0; a < 256; ++a) {
+      for (unsigned b = 0; b < 256; ++b) {
+        t[a << 8 | b] = Codec::encode(combine<kKind>(Codec::decode(static_cast<uint8_t>(a)),
+                                                     Codec::decode(static_cast<uint8_t>(b))));
+      }
+    }
+    return t;
+  }();
+  return table;
+}
+
+template <class Codec, ReduceKind kKind>
+void reduceFp8(void* dst, const void* a, const void* b, size_t count) {
+  const std::array<uint8_t, 1 << 16>& results = fp8Results<Codec, kKind>();
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  for (size_t i = 0; i < count; ++i) d[i] = results[static_cast<size_t>(x[i]) << 8 | y[i]];
+}
+
+// dst[i] = f(src[i]) in the native type.
+template <class T, class F>
+[[gnu::always_inline]] inline void mapNative(void* dst, const void* src, size_t count, F f) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  for (size_t i = 0; i < count; ++i) d[i] = f(s[i]);
+}
+
+// dst[i] = encode(f(decode(src[i]))).
+template <class Codec, class F>
+[[gnu::always_inline]] inline void mapNarrow(void* dst, const void* src, size_t count, F f) {
+  using S = typename Codec::Storage;
+  S* d = static_cast<S*>(dst);
+  const S* s = static_cast<const S*>(src);
+  for (size_t i = 0; i < count; ++i) d[i] = Codec::encode(f(Codec::decode(s[i])));
+}
+
+template <class T>
+WEFT_MULTIVERSION WEFT_VECTORIZE void scaleNative(void* dst, const void* src, size_t count,
+                                                  T scalar) {
+  mapNative<T>(dst, src, count, [scalar](T v) { return combine<ReduceKind::Prod>(v, scalar); });
+}
+
+template <class T>
+WEFT_MULTIVERSION WEFT_VECTORIZE void divideFloating(void* dst, const void* src, size_t count,
+                                                     T divisor) {
+  mapNative<T>(dst, src, count, [divisor](T v) { return v / divisor; });
+}
+
+// Integer quotient truncated toward zero and wrapped to T. Computed in 64 bits so that the
+// divisor is never narrowed, with the two cases C++ leaves undefined or surprising handled
+// explicitly: INT_MIN / -1 (wraps to INT_MIN) and unsigned / negative (the negated quotient of
+// the magnitudes, wrapped). No vector integer division exists, so this loop stays scalar;
+// integer Avg divides once per element at the end, off the hot path.
+template <class T>
+void divideInteger(void* dst, const void* src, size_t count, int divisor) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (std::is_signed_v<T>) {
+    if (divisor == -1) {
+      mapNative<T>(dst, src, count,
+                   [](T v) { return static_cast<T>(static_cast<U>(U(0) - U(v))); });
+      return;
+    }
+    const int64_t d = divisor;
+    mapNative<T>(dst, src, count, [d](T v) { return static_cast<T>(static_cast<int64_t>(v) / d); });
+  } else {
+    const uint64_t magnitude =
+        divisor < 0 ? uint64_t(0) - static_cast<uint64_t>(divisor) : static_cast<uint64_t>(divisor);
+    const bool negate = divisor < 0;
+    mapNative<T>(dst, src, count, [magnitude, negate](T v) {
+      const uint64_t q = static_cast<uint64_t>(v) / magnitude;
+      return static_cast<T>(negate ? uint64_t(0) - q : q);
+    });
+  }
+}
+
+// --- half precision with F16C -----------------------------------------------------------------
+
+#if WEFT_REDUCE_X86
+// Checked once; the answer picks function pointers, not branches inside loops.
+// (cpuid rather than __builtin_cpu_supports("f16c"), which clang does not know; "avx" includes
+// the check that the OS saves the YMM registers.)
+bool cpuHasF16c() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
+           (ecx & bit_F16C) != 0;
+  }();
+  return has;
+}
+
+// The vector form of combine<kKind, float>, with the same NaN and signed-zero results.
+template <ReduceKind kKind>
+__attribute__((target("avx,f16c"), always_inline)) inline __m256 combine8(__m256 a, __m256 b) {
+  if constexpr (kKind == ReduceKind::Sum) return _mm256_add_ps(a, b);
+  if constexpr (kKind == ReduceKind::Prod) return _mm256_mul_ps(a, b);
+  // _mm256_max_ps(b, a) is "b > a ? b : a" (it returns its second operand when either is NaN or
+  // both are zero); a NaN a must still give b.
+  const __m256 aIsNan = _mm256_cmp_ps(a, a, _CMP_UNORD_Q);
+  if constexpr (kKind == ReduceKind::Max) return _mm256_blendv_ps(_mm256_max_ps(b, a), b, aIsNan);
+  if constexpr (kKind == ReduceKind::Min) return _mm256_blendv_ps(_mm256_min_ps(b, a), b, aIsNan);
+}
+
+__attribute__((target("avx,f16c"), always_inline)) inline __m256 loadHalf8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Rounds to nearest even regardless of MXCSR, and quiets NaNs keeping the top of the payload,
+// exactly as floatToHalf does.
+__attribute__((target("avx,f16c"), always_inline)) inline void storeHalf8(uint16_t* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+template <ReduceKind kKind>
+__attribute__((target("avx,f16c"))) void reduceHalfF16c(void* dst, const void* a, const void* b,
+                                                        size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+  // Both inputs are loaded before the store, so dst == a or dst == b is safe.
+  for (; i + 8 <= count; i += 8) {
+    storeHalf8(d + i, combine8<kKind>(loadHalf8(x + i), loadHalf8(y + i)));
+  }
+  reduceNarrow<HalfCodec, kKind>(d + i, x + i, y + i, count - i);
+}
+
+// dst[i] = src[i] * v, or src[i] / v when kDivide.
+template <bool kDivide>
+__attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src, size_t count,
+                                                     float v) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* s = static_cast<const uint16_t*>(src);
+  const __m256 vv = _mm256_set1_ps(v);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 x = loadHalf8(s + i);
+    storeHalf8(d + i, kDivide ? _mm256_div_ps(x, vv) : _mm256_mul_ps(x, vv));
+  }
+  mapNarrow<HalfCodec>(d + i, s + i, count - i, [v](float x) { return kDivide ? x / v : x * v; });
+}
+#endif
+
+// --- dispatch ------------------------------------------------------------------------------------
+
+template <ReduceKind kKind>
+ReduceFn kernelFor(weftDataType_t datatype) {
+  switch (datatype) {
+    case weftInt8: return reduceNative<int8_t, kKind>;
+    case weftUint8: return reduceNative<uint8_t, kKind>;
+    case weftInt32: return reduceNative<int32_t, kKind>;
+    case weftUint32: return reduceNative<uint32_t, kKind>;
+    case weftInt64: return reduceNative<int64_t, kKind>;
+    case weftUint64: return reduceNative<uint64_t, kKind>;
+    case weftFloat32: return reduceNative<float, kKind>;
+    case weftFloat64: return reduceNative<double, kKind>;
+    case weftFloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasF16c()) return reduceHalfF16c<kKind>;
+#endif
+      return reduceNarrow<HalfCodec, kKind>;
+    case weftBfloat16: return reduceBfloat16<kKind>;
+    case weftFloat8e4m3: return reduceFp8<Fp8e4m3Codec, kKind>;
+    case weftFloat8e5m2: return reduceFp8<Fp8e5m2Codec, kKind>;
+    default: return nullptr;
+  }
+}
+
+// d rounded to float "to odd": toward zero, then the last bit set if that was inexact. Rounding
+// the result to nearest even in a format of at most 22 significant bits gives d correctly
+// rounded to that format, which going through float by nearest would not always do (1/8283 in
+// half: the float lands exactly on a half midpoint and the tie breaks the wrong way).
+float toFloatRoundToOdd(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d || !std::isfinite(d)) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
+template <class T>
+T load(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+void store(void* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class Codec>
+float decodeScalar(const void* scalar) {
+  return Codec::decode(load<typename Codec::Storage>(scalar));
+}
+
+}  // namespace
+
+ReduceFn reduceKernel(weftDataType_t datatype, ReduceKind kind) noexcept {
+  switch (kind) {
+    case ReduceKind::Sum: return kernelFor<ReduceKind::Sum>(datatype);
+    case ReduceKind::Prod: return kernelFor<ReduceKind::Prod>(datatype);
+    case ReduceKind::Max: return kernelFor<ReduceKind::Max>(datatype);
+    case ReduceKind::Min: return kernelFor<ReduceKind::Min>(datatype);
+  }
+  return nullptr;
+}
+
+void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,
+           const void* scalar) noexcept {
+  const auto times = [](float s) { return [s](float v) { return v * s; }; };
+  switch (datatype) {
+    case weftInt8: return scaleNative<int8_t>(dst, src, count, load<int8_t>(scalar));
+    case weftUint8: return scaleNative<uint8_t>(dst, src, count, load<uint8_t>(scalar));
+    case weftInt32: return scaleNative<int32_t>(dst, src, count, load<int32_t>(scalar));
+    case weftUint32: return scaleNative<uint32_t>(dst, src, count, load<uint32_t>(scalar));
+    case weftInt64: return scaleNative<int64_t>(dst, src, count, load<int64_t>(scalar));
+    case weftUint64: return scaleNative<uint64_t>(dst, src, count, load<uint64_t>(scalar));
+    case weftFloat32: return scaleNative<float>(dst, src, count, load<float>(scalar));
+    case weftFloat64: return scaleNative<double>(dst, src, count, load<double>(scalar));
+    case weftFloat16: {
+      const float s = decodeScalar<HalfCodec>(scalar);
+#if WEFT_REDUCE_X86
+      if (cpuHasF16c()) return mapHalfF16c<false>(dst, src, count, s);
+#endif
+      return mapNarrow<HalfCodec>(dst, src, count, times(s));
+    }
+    case weftBfloat16:
+      return mapNarrow<Bfloat16Codec>(dst, src, count, times(decodeScalar<Bfloat16Codec>(scalar)));
+    case weftFloat8e4m3:
+      return mapNarrow<Fp8e4m3Codec>(dst, src, count, times(decodeScalar<Fp8e4m3Codec>(scalar)));
+    case weftFloat8e5m2:
+      return mapNarrow<Fp8e5m2Codec>(dst, src, count, times(decodeScalar<Fp8e5m2Codec>(scalar)));
+    default: return;
+  }
+}
+
+void divide(void* dst, const void* src, size_t count, weftDataType_t datatype,
+            int divisor) noexcept {
+  const float f = static_cast<float>(divisor);
+  const auto over = [f](float v) { return v / f; };
+  switch (datatype) {
+    case weftInt8: return divideInteger<int8_t>(dst, src, count, divisor);
+    case weftUint8: return divideInteger<uint8_t>(dst, src, count, divisor);
+    case weftInt32: return divideInteger<int32_t>(dst, src, count, divisor);
+    case weftUint32: return divideInteger<uint32_t>(dst, src, count, divisor);
+    case weftInt64: return divideInteger<int64_t>(dst, src, count, divisor);
+    case weftUint64: return divideInteger<uint64_t>(dst, src, count, divisor);
+    case weftFloat32: return divideFloating<float>(dst, src, count, f);
+    case weftFloat64: return divideFloating<double>(dst, src, count, divisor);
+    case weftFloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasF16c()) return mapHalfF16c<true>(dst, src, count, f);
+#endif
+      return mapNarrow<HalfCodec>(dst, src, count, over);
+    case weftBfloat16: return mapNarrow<Bfloat16Codec>(dst, src, count, over);
+    case weftFloat8e4m3: return mapNarrow<Fp8e4m3Codec>(dst, src, count, over);
+    case weftFloat8e5m2: return mapNarrow<Fp8e5m2Codec>(dst, src, count, over);
+    default: return;
+  }
+}
+
+void reciprocal(void* out, weftDataType_t datatype, int n) noexcept {
+  const double exact = 1.0 / static_cast<double>(n);  // correctly rounded to double
+  const float odd = toFloatRoundToOdd(exact);
+  switch (datatype) {
+    case weftFloat32: return store(out, static_cast<float>(exact));
+    case weftFloat64: return store(out, exact);
+    case weftFloat16: return store(out, HalfCodec::encode(odd));
+    case weftBfloat16: return store(out, Bfloat16Codec::encode(odd));
+    case weftFloat8e4m3: return store(out, Fp8e4m3Codec::encode(odd));
+    case weftFloat8e5m2: return store(out, Fp8e5m2Codec::encode(odd));
+    default:
+      // Integers have no 1/n; their Avg is Sum followed by divide(). Writing zero (rather than
+      // leaving the memory alone) makes a caller that uses it anyway get an obviously wrong 0.
+      if (isValidDatatype(datatype)) std::memset(out, 0, datatypeSize(datatype));
+      return;
+  }
+}
+
+}  // namespace weft
