@@ -1,0 +1,156 @@
+// Strangers (no secret, garbage, silence) must neither disturb a job that is forming nor be
+// trusted; the root and the ring listeners close their connections.
+#include <catch2/catch.hpp>
+
+#include "lib/bootstrap/frame.hpp"
+#include "lib/bootstrap/handshake.hpp"
+#include "rank_threads.hpp"
+
+using namespace weft;
+using namespace weft::test;
+
+namespace {
+
+void requireFormed(const std::vector<Outcome>& outcomes) {
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    INFO("rank " << r << ": " << outcomes[r].message);
+    REQUIRE(outcomes[r].ok());
+  }
+}
+
+std::vector<uint8_t> randomGarbage(size_t n) {
+  std::vector<uint8_t> bytes(n);
+  randomBytes(bytes);
+  bytes[0] = 'X';  // never the frame magic, whatever the random bytes
+  return bytes;
+}
+
+Socket connectStranger(const SocketAddress& to) {
+  return connectTo(to, Deadline::afterMs(kGenerousMs), nullptr);
+}
+
+// Forms a 3-rank job; `stranger` runs once two ranks have joined, before the third starts.
+std::vector<Outcome> formAroundStranger(Root& root, const std::function<void()>& stranger) {
+  std::vector<Outcome> outcomes(3);
+  RankThreads threads;
+  threads.join(outcomes[0], root.id(), 0, 3);
+  threads.join(outcomes[1], root.id(), 1, 3);
+  const bool twoJoined = root.waitForJoined(2, Deadline::afterMs(kGenerousMs));
+  stranger();
+  threads.join(outcomes[2], root.id(), 2, 3);
+  threads.joinAll();
+  REQUIRE(twoJoined);
+  return outcomes;
+}
+
+}  // namespace
+
+TEST_CASE("a stranger with a wrong secret is refused by the root and the job still forms") {
+  auto root = startRoot();
+  Socket stranger;
+  weftResult_t strangerResult = weftSuccess;
+  const auto outcomes = formAroundStranger(*root, [&] {
+    stranger = connectStranger(root->id().root);
+    Secret wrong = root->id().secret;
+    wrong[0] ^= 0xff;
+    try {
+      authenticateToAcceptor(stranger, wrong, encodeClaim(Claim{}), Deadline::afterMs(kGenerousMs),
+                             nullptr);
+    } catch (const Error& e) {
+      strangerResult = e.result();
+    }
+  });
+  requireFormed(outcomes);
+  CHECK(strangerResult == weftRemoteError);
+  CHECK(closedByPeer(stranger.fd(), Deadline::afterMs(kGenerousMs)));
+}
+
+TEST_CASE("a stranger sending random bytes to the root is dropped and the job still forms") {
+  auto root = startRoot();
+  Socket garbage;
+  Socket liar;  // a valid magic and version, then an absurd length
+  const auto outcomes = formAroundStranger(*root, [&] {
+    garbage = connectStranger(root->id().root);
+    garbage.sendAll(randomGarbage(4096), Deadline::afterMs(kGenerousMs), nullptr, "garbage");
+    liar = connectStranger(root->id().root);
+    liar.sendAll(encodeHeader(FrameType::kResponse, 1u << 31), Deadline::afterMs(kGenerousMs),
+                 nullptr, "lie");
+  });
+  requireFormed(outcomes);
+  CHECK(closedByPeer(garbage.fd(), Deadline::afterMs(kGenerousMs)));
+  CHECK(closedByPeer(liar.fd(), Deadline::afterMs(kGenerousMs)));
+}
+
+TEST_CASE("a stranger that connects to the root and says nothing does not block the job") {
+  auto root = startRoot();
+  Socket silent;
+  const auto outcomes =
+      formAroundStranger(*root, [&] { silent = connectStranger(root->id().root); });
+  requireFormed(outcomes);
+  // The one-round root is done and closes everything it still holds.
+  CHECK(closedByPeer(silent.fd(), Deadline::afterMs(kGenerousMs)));
+}
+
+TEST_CASE("an unlimited root drops a silent stranger after its handshake time and keeps serving") {
+  RootOptions options;
+  options.rounds = 0;
+  options.handshakeTimeoutMs = 200;
+  auto root = startRoot(options);
+  Socket silent = connectStranger(root->id().root);
+  CHECK(closedByPeer(silent.fd(), Deadline::afterMs(kGenerousMs)));
+  CHECK(root->running());
+  requireFormed(formAll(root->id(), 2));
+}
+
+TEST_CASE("strangers at a rank's ring listener do not disturb the ring") {
+  auto root = startRoot();
+  std::vector<Outcome> outcomes(3);
+  Socket garbage;
+  Socket silent;
+  Socket wrongSecret;
+  Outcome wrongSecretOutcome;
+  {
+    RankThreads threads;
+    threads.join(outcomes[0], root->id(), 0, 3);
+    threads.join(outcomes[1], root->id(), 1, 3);
+    REQUIRE(root->waitForJoined(2, Deadline::afterMs(kGenerousMs)));
+    // Rank 1 accepts rank 0 on this listener once the table is out; the strangers are there
+    // first, queued in the listen backlog.
+    SocketAddress listener;
+    for (const JoinedRank& j : root->joined())
+      if (j.rank == 1) listener = j.info.address;
+    REQUIRE_FALSE(listener.empty());
+    garbage = connectStranger(listener);
+    garbage.sendAll(randomGarbage(512), Deadline::afterMs(kGenerousMs), nullptr, "garbage");
+    silent = connectStranger(listener);
+    wrongSecret = connectStranger(listener);
+    threads.spawn([&] {
+      Secret wrong{};
+      capture(wrongSecretOutcome, [&] {
+        authenticateToAcceptor(wrongSecret, wrong, encodeClaim(Claim{Claim::kRingLink, 0, {}}),
+                               Deadline::afterMs(kGenerousMs), nullptr);
+      });
+    });
+    threads.join(outcomes[2], root->id(), 2, 3);
+  }
+  CHECK(wrongSecretOutcome.result == weftRemoteError);
+  requireFormed(outcomes);
+  CHECK(closedByPeer(garbage.fd(), Deadline::afterMs(kGenerousMs)));
+  CHECK(closedByPeer(silent.fd(), Deadline::afterMs(kGenerousMs)));
+
+  std::vector<std::vector<std::vector<uint8_t>>> results(3);
+  {
+    RankThreads threads;
+    for (int r = 0; r < 3; ++r)
+      threads.spawn([&, r] {
+        capture(outcomes[static_cast<size_t>(r)], [&] {
+          results[static_cast<size_t>(r)] = outcomes[static_cast<size_t>(r)].boot->allGather(
+              std::vector<uint8_t>(static_cast<size_t>(r), static_cast<uint8_t>(r)),
+              Deadline::afterMs(kGenerousMs));
+        });
+      });
+  }
+  requireFormed(outcomes);
+  for (int r = 0; r < 3; ++r)
+    CHECK(results[static_cast<size_t>(r)] == std::vector<std::vector<uint8_t>>{{}, {1}, {2, 2}});
+}
