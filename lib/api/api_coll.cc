@@ -56,9 +56,9 @@ weftResult_t submitChecked(const char* function, weftComm_t comm, weftStream_t s
   return api::guard(function, comm, [&] {
     try {
       std::shared_ptr<Comm> c = api::readyComm(comm);
-      weftStream* s = api::lookupStream(stream);
+      std::shared_ptr<weftStream> s = api::lookupStream(stream);
       validate(op, *c);
-      submit({c, op, s ? &s->impl : nullptr});
+      submit({c, op, s ? std::shared_ptr<HostStream>(s, &s->impl) : nullptr});
     } catch (const Error& e) {
       poisonGroup(e);
       throw;

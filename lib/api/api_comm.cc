@@ -181,12 +181,11 @@ weftResult_t weftCommFinalize(weftComm_t comm) {
 
 weftResult_t weftCommDestroy(weftComm_t comm) {
   return api::guard("weftCommDestroy", comm, [&] {
-    weftComm* h = api::lookupComm(comm);
     if (inGroup()) fail(weftInvalidUsage, "weftCommDestroy inside a group");
-    if (!api::unregisterComm(h)) fail(weftInvalidArgument, "comm: destroyed twice");
-    joinInit(h);
+    std::shared_ptr<weftComm> h = api::unregisterComm(comm);
+    joinInit(h.get());
     std::shared_ptr<Comm> c = h->comm;
-    delete h;
+    h.reset();
     if (!c) return;
     // Destroy without finalize finalizes first (a barrier with every rank), unless the
     // communicator can no longer talk: then it only releases local resources.
@@ -196,8 +195,7 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
 
 weftResult_t weftCommAbort(weftComm_t comm) {
   return api::guard("weftCommAbort", comm, [&] {
-    weftComm* h = api::lookupComm(comm);
-    if (!api::unregisterComm(h)) fail(weftInvalidArgument, "comm: aborted twice");
+    std::shared_ptr<weftComm> h = api::unregisterComm(comm);
     h->abortFlag->store(true, std::memory_order_release);
     std::shared_ptr<Comm> c;
     {
@@ -205,10 +203,9 @@ weftResult_t weftCommAbort(weftComm_t comm) {
       c = h->comm;
     }
     if (c) c->abort();
-    joinInit(h);
+    joinInit(h.get());
     if (!c) c = h->comm;  // an init that completed while being aborted
     if (c) c->abort();
-    delete h;
     // Operations still queued on streams hold the communicator; they fail at once and the
     // last of them releases it.
   });
@@ -216,7 +213,7 @@ weftResult_t weftCommAbort(weftComm_t comm) {
 
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
   return api::guard("weftCommGetAsyncError", comm, [&] {
-    weftComm* h = api::lookupComm(comm);
+    std::shared_ptr<weftComm> h = api::lookupComm(comm);
     if (asyncError == nullptr) fail(weftInvalidArgument, "asyncError is NULL");
     const int state = h->initState.load(std::memory_order_acquire);
     if (state != weftSuccess) {
@@ -237,7 +234,7 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
 
 weftResult_t weftCommCount(const weftComm_t comm, int* count) {
   return api::guard("weftCommCount", comm, [&] {
-    weftComm* h = api::lookupComm(comm);
+    std::shared_ptr<weftComm> h = api::lookupComm(comm);
     if (count == nullptr) fail(weftInvalidArgument, "count is NULL");
     *count = h->nranks;
   });
@@ -245,7 +242,7 @@ weftResult_t weftCommCount(const weftComm_t comm, int* count) {
 
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
   return api::guard("weftCommUserRank", comm, [&] {
-    weftComm* h = api::lookupComm(comm);
+    std::shared_ptr<weftComm> h = api::lookupComm(comm);
     if (rank == nullptr) fail(weftInvalidArgument, "rank is NULL");
     *rank = h->rank;
   });

@@ -52,8 +52,7 @@ weftResult_t weftStreamCreate(weftStream_t* stream) {
 weftResult_t weftStreamSynchronize(weftStream_t stream) {
   return api::guard("weftStreamSynchronize", nullptr, [&] {
     if (stream == nullptr) fail(weftInvalidArgument, "stream is NULL");
-    weftStream* s = api::lookupStream(stream);
-    if (auto error = s->impl.synchronize()) throw *error;
+    if (auto error = api::lookupStream(stream)->impl.synchronize()) throw *error;
   });
 }
 
@@ -68,10 +67,8 @@ weftResult_t weftStreamQuery(weftStream_t stream) {
 
 weftResult_t weftStreamDestroy(weftStream_t stream) {
   return api::guard("weftStreamDestroy", nullptr, [&] {
-    if (stream == nullptr) fail(weftInvalidArgument, "stream is NULL");
-    weftStream* s = api::lookupStream(stream);
-    if (!api::unregisterStream(s)) fail(weftInvalidArgument, "stream: destroyed twice");
-    delete s;  // runs what is queued, then stops the worker
+    // The last owner runs what is queued, then stops the worker.
+    api::unregisterStream(stream);
   });
 }
 

@@ -1,7 +1,7 @@
 #include "lib/api/handles.hpp"
 
 #include <new>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "lib/base/log.hpp"
 #include "lib/comm/comm.hpp"
@@ -11,8 +11,8 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::unordered_set<weftComm*> comms;
-  std::unordered_set<weftStream*> streams;
+  std::unordered_map<weftComm*, std::shared_ptr<weftComm>> comms;
+  std::unordered_map<weftStream*, std::shared_ptr<weftStream>> streams;
 };
 
 Registry& registry() {
@@ -27,27 +27,48 @@ std::string& threadLastError() {
 
 }  // namespace
 
+template <class Map>
+typename Map::mapped_type find(Map& map, typename Map::key_type key) {
+  std::lock_guard lock(registry().mutex);
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : it->second;
+}
+
+template <class Map>
+typename Map::mapped_type take(Map& map, typename Map::key_type key) {
+  std::lock_guard lock(registry().mutex);
+  auto it = map.find(key);
+  if (it == map.end()) return nullptr;
+  auto owned = std::move(it->second);
+  map.erase(it);
+  return owned;
+}
+
 void registerComm(weftComm* handle) {
   std::lock_guard lock(registry().mutex);
-  registry().comms.insert(handle);
+  registry().comms.emplace(handle, std::shared_ptr<weftComm>(handle));
 }
 
-bool unregisterComm(weftComm* handle) {
-  std::lock_guard lock(registry().mutex);
-  return registry().comms.erase(handle) > 0;
+std::shared_ptr<weftComm> unregisterComm(weftComm_t handle) {
+  if (handle == nullptr) fail(weftInvalidArgument, "comm is NULL");
+  auto owned = take(registry().comms, handle);
+  if (!owned)
+    fail(weftInvalidArgument, "comm={}: not a live communicator (destroyed, aborted or never "
+         "created)", static_cast<void*>(handle));
+  return owned;
 }
 
-weftComm* lookupComm(weftComm_t handle, const char* argument) {
+std::shared_ptr<weftComm> lookupComm(weftComm_t handle, const char* argument) {
   if (handle == nullptr) fail(weftInvalidArgument, "{} is NULL", argument);
-  std::lock_guard lock(registry().mutex);
-  if (!registry().comms.count(handle))
+  auto owned = find(registry().comms, handle);
+  if (!owned)
     fail(weftInvalidArgument, "{}={}: not a live communicator (destroyed, aborted or never created)",
          argument, static_cast<void*>(handle));
-  return handle;
+  return owned;
 }
 
 std::shared_ptr<Comm> readyComm(weftComm_t handle) {
-  weftComm* h = lookupComm(handle);
+  std::shared_ptr<weftComm> h = lookupComm(handle);
   std::lock_guard lock(h->mutex);
   const int state = h->initState.load(std::memory_order_acquire);
   if (state == weftInProgress)
@@ -63,42 +84,45 @@ std::shared_ptr<Comm> readyComm(weftComm_t handle) {
 
 void registerStream(weftStream* handle) {
   std::lock_guard lock(registry().mutex);
-  registry().streams.insert(handle);
+  registry().streams.emplace(handle, std::shared_ptr<weftStream>(handle));
 }
 
-bool unregisterStream(weftStream* handle) {
-  std::lock_guard lock(registry().mutex);
-  return registry().streams.erase(handle) > 0;
-}
-
-weftStream* lookupStream(weftStream_t handle) {
-  if (handle == nullptr) return nullptr;
-  std::lock_guard lock(registry().mutex);
-  if (!registry().streams.count(handle))
+std::shared_ptr<weftStream> unregisterStream(weftStream_t handle) {
+  if (handle == nullptr) fail(weftInvalidArgument, "stream is NULL");
+  auto owned = take(registry().streams, handle);
+  if (!owned)
     fail(weftInvalidArgument, "stream={}: not a live stream (destroyed or never created)",
          static_cast<void*>(handle));
-  return handle;
+  return owned;
+}
+
+std::shared_ptr<weftStream> lookupStream(weftStream_t handle) {
+  if (handle == nullptr) return nullptr;
+  auto owned = find(registry().streams, handle);
+  if (!owned)
+    fail(weftInvalidArgument, "stream={}: not a live stream (destroyed or never created)",
+         static_cast<void*>(handle));
+  return owned;
 }
 
 void setLastError(weftComm_t comm, const std::string& message) {
   threadLastError() = message;
   if (comm == nullptr) return;
-  std::lock_guard lock(registry().mutex);
-  if (!registry().comms.count(comm)) return;
-  std::lock_guard commLock(comm->mutex);
-  comm->lastError = message;
+  if (auto h = find(registry().comms, comm)) {
+    std::lock_guard commLock(h->mutex);
+    h->lastError = message;
+  }
 }
 
 const char* lastError(weftComm_t comm) {
   if (comm != nullptr) {
-    std::lock_guard lock(registry().mutex);
-    if (registry().comms.count(comm)) {
-      std::lock_guard commLock(comm->mutex);
-      if (comm->lastError.empty() && comm->comm) {
+    if (auto h = find(registry().comms, comm)) {
+      std::lock_guard commLock(h->mutex);
+      if (h->lastError.empty() && h->comm) {
         // An error of an operation that ran on a stream reaches the communicator only.
-        if (auto f = comm->comm->failure()) comm->lastError = f->what();
+        if (auto f = h->comm->failure()) h->lastError = f->what();
       }
-      return comm->lastError.c_str();
+      return h->lastError.c_str();  // the registry keeps the handle, and so the string, alive
     }
   }
   return threadLastError().c_str();

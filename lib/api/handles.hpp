@@ -38,19 +38,22 @@ struct weftStream {
 
 namespace weft::api {
 
+// The registry owns the handles: a call that looked one up keeps it alive (through the shared
+// pointer) even if another thread destroys or aborts the communicator meanwhile.
 void registerComm(weftComm* handle);
-// Removes the handle from the registry; false if it was not there.
-bool unregisterComm(weftComm* handle);
+// Removes the handle from the registry and returns it; throws weftInvalidArgument if it was
+// not there (destroyed twice, or never created).
+std::shared_ptr<weftComm> unregisterComm(weftComm_t handle);
 // Throws weftInvalidArgument when `handle` is null or not a live communicator.
-weftComm* lookupComm(weftComm_t handle, const char* argument = "comm");
+std::shared_ptr<weftComm> lookupComm(weftComm_t handle, const char* argument = "comm");
 // The initialised communicator behind a live handle; throws when initialization is still in
 // progress or failed.
 std::shared_ptr<Comm> readyComm(weftComm_t handle);
 
 void registerStream(weftStream* handle);
-bool unregisterStream(weftStream* handle);
+std::shared_ptr<weftStream> unregisterStream(weftStream_t handle);
 // Null is allowed (it means "no stream"); anything else must be a live stream.
-weftStream* lookupStream(weftStream_t handle);
+std::shared_ptr<weftStream> lookupStream(weftStream_t handle);
 
 // Runs `body`, converting failures. `comm` (may be null or dead) receives the message too.
 weftResult_t guard(const char* function, weftComm_t comm, const std::function<void()>& body);

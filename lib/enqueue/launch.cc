@@ -28,7 +28,7 @@ struct PlannedOp {
 
 struct Task {
   std::shared_ptr<Comm> comm;
-  HostStream* stream = nullptr;
+  std::shared_ptr<HostStream> stream;
   std::vector<PlannedOp> ops;
   uint64_t ticket = 0;
 };
@@ -252,7 +252,13 @@ void launch(std::vector<Submission> submissions) {
   std::vector<Task> tasks = plan(submissions);
   std::vector<Task> now;
   std::map<HostStream*, std::vector<Task>> queued;
-  for (Task& t : tasks) (t.stream ? queued[t.stream] : now).push_back(std::move(t));
+  for (Task& t : tasks) {
+    HostStream* stream = t.stream.get();
+    // Queued tasks must not own their stream: the worker would end up destroying itself.
+    // `submissions` keeps every stream alive until it has been given its tasks.
+    t.stream.reset();
+    (stream ? queued[stream] : now).push_back(std::move(t));
+  }
   for (auto& [stream, streamTasks] : queued) {
     auto shared = std::make_shared<std::vector<Task>>(std::move(streamTasks));
     stream->enqueue([shared] { runTasks(*shared); });

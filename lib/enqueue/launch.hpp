@@ -19,7 +19,7 @@ class HostStream;
 struct Submission {
   std::shared_ptr<Comm> comm;
   Operation op;
-  HostStream* stream = nullptr;
+  std::shared_ptr<HostStream> stream;  // null: run now, in the calling thread
 };
 
 // Throws Error for operations that cannot start and, for the NULL-stream part, when running

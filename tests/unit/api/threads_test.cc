@@ -1,0 +1,237 @@
+// The public API with ranks as threads of one process: weftCommInitAll, weftCommInitRank from
+// several threads, groups driving several ranks from one thread, host streams, non-blocking
+// init, deadlines and abort.
+#include <atomic>
+#include <chrono>
+#include <numeric>
+
+#include "unit/api/api_support.hpp"
+
+using namespace weft::testing;
+
+namespace {
+
+// Every collective once on float sum, checked against plain arithmetic.
+void everyCollective(weftComm_t comm, int n, int r) {
+  const size_t c = 1000;
+  std::vector<float> in(n * c), out(n * c);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(r * 10 + i % 7);
+  REQUIRE(weftAllReduce(in.data(), out.data(), c, weftFloat, weftSum, comm, nullptr) ==
+          weftSuccess);
+  for (size_t i = 0; i < c; ++i) {
+    float want = 0;
+    for (int q = 0; q < n; ++q) want += float(q * 10 + i % 7);
+    REQUIRE(out[i] == want);
+  }
+  const int root = n - 1;
+  REQUIRE(weftBroadcast(in.data(), out.data(), c, weftFloat, root, comm, nullptr) == weftSuccess);
+  for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float(root * 10 + i % 7));
+  REQUIRE(weftAllGather(in.data(), out.data(), c, weftFloat, comm, nullptr) == weftSuccess);
+  for (int q = 0; q < n; ++q)
+    for (size_t i = 0; i < c; ++i) REQUIRE(out[q * c + i] == float(q * 10 + i % 7));
+  REQUIRE(weftReduceScatter(in.data(), out.data(), c, weftFloat, weftMax, comm, nullptr) ==
+          weftSuccess);
+  for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float((n - 1) * 10 + (r * c + i) % 7));
+  REQUIRE(weftAlltoAll(in.data(), out.data(), c, weftFloat, comm, nullptr) == weftSuccess);
+  for (int q = 0; q < n; ++q)
+    for (size_t i = 0; i < c; ++i) REQUIRE(out[q * c + i] == float(q * 10 + (r * c + i) % 7));
+  std::fill(out.begin(), out.end(), -1.0f);
+  REQUIRE(weftReduce(in.data(), out.data(), c, weftFloat, weftMin, 0, comm, nullptr) ==
+          weftSuccess);
+  if (r == 0)
+    for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float(i % 7));
+  REQUIRE(weftGather(in.data(), out.data(), c, weftFloat, 0, comm, nullptr) == weftSuccess);
+  if (r == 0)
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < c; ++i) REQUIRE(out[q * c + i] == float(q * 10 + i % 7));
+  REQUIRE(weftScatter(in.data(), out.data(), c, weftFloat, 0, comm, nullptr) == weftSuccess);
+  for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float((r * c + i) % 7));
+  // A ring of sends and receives inside a group.
+  std::vector<float> got(c);
+  REQUIRE(weftGroupStart() == weftSuccess);
+  REQUIRE(weftSend(in.data(), c, weftFloat, (r + 1) % n, comm, nullptr) == weftSuccess);
+  REQUIRE(weftRecv(got.data(), c, weftFloat, (r + n - 1) % n, comm, nullptr) == weftSuccess);
+  REQUIRE(weftGroupEnd() == weftSuccess);
+  for (size_t i = 0; i < c; ++i) REQUIRE(got[i] == float(((r + n - 1) % n) * 10 + i % 7));
+}
+
+weftConfig_t configWithTimeout(int ms) {
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = ms;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("weftCommInitAll with 4 threads runs every collective correctly") {
+  ThreadComms comms(4);
+  onEveryRank(4, [&](int r) {
+    int n = 0, rank = -1;
+    REQUIRE(weftCommCount(comms[r], &n) == weftSuccess);
+    REQUIRE(weftCommUserRank(comms[r], &rank) == weftSuccess);
+    REQUIRE(n == 4);
+    REQUIRE(rank == r);
+    everyCollective(comms[r], 4, r);
+  });
+}
+
+TEST_CASE("weftCommInitRank from 3 threads forms a communicator and runs every collective") {
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  std::vector<weftComm_t> comms(3);
+  onEveryRank(3, [&](int r) {
+    REQUIRE(weftCommInitRank(&comms[r], 3, id, r) == weftSuccess);
+    everyCollective(comms[r], 3, r);
+    REQUIRE(weftCommFinalize(comms[r]) == weftSuccess);
+    REQUIRE(weftCommDestroy(comms[r]) == weftSuccess);
+  });
+}
+
+TEST_CASE("one thread drives every rank inside a group, as with NCCL") {
+  const int n = 3;
+  ThreadComms comms(n);
+  std::vector<std::vector<int64_t>> data(n, std::vector<int64_t>(4096));
+  for (int r = 0; r < n; ++r) std::iota(data[r].begin(), data[r].end(), int64_t(r) << 32);
+  REQUIRE(weftGroupStart() == weftSuccess);
+  for (int r = 0; r < n; ++r)
+    REQUIRE(weftAllReduce(data[r].data(), data[r].data(), data[r].size(), weftInt64, weftSum,
+                          comms[r], nullptr) == weftSuccess);
+  REQUIRE(weftGroupEnd() == weftSuccess);
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < 4096; ++i)
+      REQUIRE(data[r][i] == (int64_t(0 + 1 + 2) << 32) + int64_t(3 * i));
+}
+
+TEST_CASE("host streams run operations in order and report completion") {
+  const int n = 2, iterations = 10;
+  ThreadComms comms(n);
+  onEveryRank(n, [&](int r) {
+    weftStream_t stream;
+    REQUIRE(weftStreamCreate(&stream) == weftSuccess);
+    std::vector<std::vector<int32_t>> bufs(iterations, std::vector<int32_t>(10000, r + 1));
+    // Each operation feeds the next: in-place allreduce of the previous result.
+    std::vector<int32_t> x(10000, r + 1);
+    for (int i = 0; i < iterations; ++i)
+      REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, comms[r],
+                            stream) == weftSuccess);
+    const weftResult_t q = weftStreamQuery(stream);
+    REQUIRE((q == weftSuccess || q == weftInProgress));
+    REQUIRE(weftStreamSynchronize(stream) == weftSuccess);
+    REQUIRE(weftStreamQuery(stream) == weftSuccess);
+    // (1+2) * 2^9 after ten doublings of the sum of two ranks
+    for (int32_t v : x) REQUIRE(v == 3 * 512);
+    REQUIRE(weftStreamDestroy(stream) == weftSuccess);
+  });
+}
+
+TEST_CASE("a group with streams: one thread, one stream per rank") {
+  const int n = 3;
+  ThreadComms comms(n);
+  std::vector<weftStream_t> streams(n);
+  for (auto& s : streams) REQUIRE(weftStreamCreate(&s) == weftSuccess);
+  std::vector<std::vector<float>> x(n, std::vector<float>(100000, 1.0f));
+  REQUIRE(weftGroupStart() == weftSuccess);
+  for (int r = 0; r < n; ++r)
+    REQUIRE(weftAllReduce(x[r].data(), x[r].data(), x[r].size(), weftFloat, weftSum, comms[r],
+                          streams[r]) == weftSuccess);
+  REQUIRE(weftGroupEnd() == weftSuccess);
+  for (int r = 0; r < n; ++r) {
+    REQUIRE(weftStreamSynchronize(streams[r]) == weftSuccess);
+    REQUIRE(x[r].front() == float(n));
+    REQUIRE(x[r].back() == float(n));
+    REQUIRE(weftStreamDestroy(streams[r]) == weftSuccess);
+  }
+}
+
+TEST_CASE("non-blocking init returns weftInProgress and completes by polling") {
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  std::vector<weftComm_t> comms(2);
+  onEveryRank(2, [&](int r) {
+    weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftInProgress);
+    weftResult_t state = weftInProgress;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (state == weftInProgress && std::chrono::steady_clock::now() < deadline) {
+      REQUIRE(weftCommGetAsyncError(comms[r], &state) == weftSuccess);
+      std::this_thread::yield();
+    }
+    REQUIRE(state == weftSuccess);
+    everyCollective(comms[r], 2, r);
+    REQUIRE(weftCommDestroy(comms[r]) == weftSuccess);
+  });
+}
+
+TEST_CASE("a peer that never arrives is a timeout naming it, and the communicator stays failed") {
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  std::vector<weftComm_t> comms(2);
+  onEveryRank(2, [&](int r) {
+    weftConfig_t config = configWithTimeout(1500);
+    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+  });
+  std::vector<float> x(1 << 16, 1.0f);
+  // Rank 1 never calls: rank 0 must give up at its deadline and say who it waited for.
+  CHECK(weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comms[0], nullptr) ==
+        weftTimeout);
+  const std::string message = lastError(comms[0]);
+  CHECK_THAT(message, Catch::Contains("timed out after 1500 ms"));
+  CHECK_THAT(message, Catch::Contains("rank(s) 1"));
+  CHECK_THAT(message, Catch::Contains("AllReduce"));
+  weftResult_t async;
+  REQUIRE(weftCommGetAsyncError(comms[0], &async) == weftSuccess);
+  CHECK(async == weftTimeout);
+  CHECK(weftAllReduce(x.data(), x.data(), 4, weftFloat, weftSum, comms[0], nullptr) ==
+        weftTimeout);
+  CHECK_THAT(lastError(comms[0]), Catch::Contains("failed earlier"));
+  // A failed communicator is torn down locally (no barrier that could hang).
+  CHECK(weftCommDestroy(comms[0]) == weftSuccess);
+  CHECK(weftCommAbort(comms[1]) == weftSuccess);
+}
+
+TEST_CASE("an operation on a stream that fails reaches weftStreamSynchronize and the comm") {
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  std::vector<weftComm_t> comms(2);
+  onEveryRank(2, [&](int r) {
+    weftConfig_t config = configWithTimeout(1000);
+    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+  });
+  weftStream_t stream;
+  REQUIRE(weftStreamCreate(&stream) == weftSuccess);
+  int32_t v = 1;
+  REQUIRE(weftAllReduce(&v, &v, 1, weftInt32, weftSum, comms[0], stream) == weftSuccess);
+  CHECK(weftStreamSynchronize(stream) == weftTimeout);
+  CHECK_THAT(lastError(nullptr), Catch::Contains("timed out"));
+  CHECK(weftStreamSynchronize(stream) == weftSuccess);  // the error was handed out once
+  weftResult_t async;
+  REQUIRE(weftCommGetAsyncError(comms[0], &async) == weftSuccess);
+  CHECK(async == weftTimeout);
+  CHECK_THAT(lastError(comms[0]), Catch::Contains("timed out"));
+  REQUIRE(weftStreamDestroy(stream) == weftSuccess);
+  CHECK(weftCommDestroy(comms[0]) == weftSuccess);
+  CHECK(weftCommAbort(comms[1]) == weftSuccess);
+}
+
+TEST_CASE("weftCommAbort from another thread releases an operation waiting for a peer") {
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  std::vector<weftComm_t> comms(2);
+  onEveryRank(2, [&](int r) {
+    weftConfig_t config = configWithTimeout(600000);  // only the abort can end the wait
+    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+  });
+  std::atomic<int> result{-1};
+  std::thread waiter([&] {
+    std::vector<float> x(1024, 1.0f);
+    result = weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comms[0], nullptr);
+  });
+  // Give the waiter time to start waiting; the test is valid whichever comes first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(weftCommAbort(comms[0]) == weftSuccess);
+  waiter.join();
+  // Aborted while waiting: the abort result; aborted before the call: not a live communicator.
+  CHECK((result == weftInvalidUsage || result == weftInvalidArgument));
+  CHECK(weftCommAbort(comms[1]) == weftSuccess);
+}
