@@ -1,0 +1,171 @@
+// Every collective, datatype and operator, in place and out of place, at counts {0, 1, 2, 7,
+// 1023, 65537}, one rank per process under weftrun, over the real transport; plus rings of
+// sends and receives in a group, a second communicator used alongside the first, and
+// operations on a host stream. Exits non-zero, naming every failure, if anything is wrong.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "include/weft.h"
+#include "support/collective_case.hpp"
+
+using namespace weft;
+using namespace weft::testing;
+
+namespace {
+
+const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 65537};
+constexpr uint64_t kMaxCount = 65537;
+const Collective kCollectives[] = {Collective::AllReduce, Collective::Broadcast,
+                                   Collective::Reduce,    Collective::AllGather,
+                                   Collective::ReduceScatter, Collective::AlltoAll,
+                                   Collective::Gather,    Collective::Scatter};
+
+int failures = 0;
+
+void report(int rank, const std::string& what) {
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
+  ++failures;
+}
+
+bool ok(weftResult_t result, weftComm_t comm, int rank, const std::string& what) {
+  if (result == weftSuccess) return true;
+  report(rank, what + ": " + weftGetErrorString(result) + ": " + weftGetLastError(comm));
+  return false;
+}
+
+weftResult_t issue(const CaseShape& s, const RankBuffers& b, weftRedOp_t op, weftComm_t comm,
+                   weftStream_t stream) {
+  const auto t = s.type;
+  const size_t c = s.count;
+  switch (s.collective) {
+    case Collective::AllReduce: return weftAllReduce(b.sendbuff, b.recvbuff, c, t, op, comm, stream);
+    case Collective::Broadcast: return weftBroadcast(b.sendbuff, b.recvbuff, c, t, s.root, comm, stream);
+    case Collective::Reduce: return weftReduce(b.sendbuff, b.recvbuff, c, t, op, s.root, comm, stream);
+    case Collective::AllGather: return weftAllGather(b.sendbuff, b.recvbuff, c, t, comm, stream);
+    case Collective::ReduceScatter: return weftReduceScatter(b.sendbuff, b.recvbuff, c, t, op, comm, stream);
+    case Collective::AlltoAll: return weftAlltoAll(b.sendbuff, b.recvbuff, c, t, comm, stream);
+    case Collective::Gather: return weftGather(b.sendbuff, b.recvbuff, c, t, s.root, comm, stream);
+    case Collective::Scatter: return weftScatter(b.sendbuff, b.recvbuff, c, t, s.root, comm, stream);
+    default: return weftInternalError;
+  }
+}
+
+void everyCase(weftComm_t comm, int rank, int n) {
+  RankBuffers buffers;
+  for (Collective coll : kCollectives)
+    for (weftDataType_t type : kAllTypes)
+      for (int op : kAllOps) {
+        if (!reduces(coll) && op != weftSum) continue;
+        CaseShape shape{coll, n, n - 1, 0, type, op};
+        const CaseInputs inputs(shape, kMaxCount);
+        weftRedOp_t redop = static_cast<weftRedOp_t>(op);
+        if (op == kPreMulSum && reduces(coll)) {
+          std::array<uint8_t, 8> scalar{};
+          encode(type, premulScalar(type), scalar.data());
+          if (!ok(weftRedOpCreatePreMulSum(&redop, scalar.data(), type, weftScalarHostImmediate,
+                                           comm),
+                  comm, rank, "weftRedOpCreatePreMulSum"))
+            return;
+        }
+        for (uint64_t count : kCounts)
+          for (bool inPlace : {false, true}) {
+            shape.count = count;
+            buffers.prepare(shape, rank, inPlace, inputs);
+            if (!ok(issue(shape, buffers, redop, comm, nullptr), comm, rank,
+                    describeCase(shape, inPlace)))
+              return;  // the communicator is unusable after a failure
+            std::string first;
+            if (const uint64_t wrong = buffers.check(shape, rank, inputs, first))
+              report(rank, fmt::format("{}: {} wrong; first: {}", describeCase(shape, inPlace),
+                                       wrong, first));
+          }
+        if (redop >= weftNumOps) ok(weftRedOpDestroy(redop, comm), comm, rank, "weftRedOpDestroy");
+      }
+}
+
+// Everyone sends to the right and the left, then receives from both, in one group; with a
+// self-send as well.
+void sendRecvRings(weftComm_t comm, int rank, int n) {
+  for (uint64_t count : {uint64_t{1}, uint64_t{65537}}) {
+    const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+    std::vector<int32_t> out(count), toSelf(count), fromRight(count), fromLeft(count),
+        fromSelf(count);
+    for (uint64_t e = 0; e < count; ++e) {
+      out[e] = int32_t(rank * 100000 + e);
+      toSelf[e] = -out[e];
+    }
+    ok(weftGroupStart(), comm, rank, "weftGroupStart");
+    ok(weftSend(out.data(), count, weftInt32, right, comm, nullptr), comm, rank, "send right");
+    ok(weftSend(out.data(), count, weftInt32, left, comm, nullptr), comm, rank, "send left");
+    ok(weftSend(toSelf.data(), count, weftInt32, rank, comm, nullptr), comm, rank, "send self");
+    ok(weftRecv(fromLeft.data(), count, weftInt32, left, comm, nullptr), comm, rank, "recv left");
+    ok(weftRecv(fromRight.data(), count, weftInt32, right, comm, nullptr), comm, rank,
+       "recv right");
+    ok(weftRecv(fromSelf.data(), count, weftInt32, rank, comm, nullptr), comm, rank, "recv self");
+    if (!ok(weftGroupEnd(), comm, rank, "send/recv group")) return;
+    for (uint64_t e = 0; e < count; ++e) {
+      // With two ranks left == right: the first message from it is its send to the right.
+      const int32_t wantLeft = int32_t(left * 100000 + e), wantRight = int32_t(right * 100000 + e);
+      if (fromLeft[e] != wantLeft || fromRight[e] != wantRight || fromSelf[e] != -out[e]) {
+        report(rank, fmt::format("send/recv ring count {} element {}", count, e));
+        return;
+      }
+    }
+  }
+}
+
+// A second communicator over the same ranks, used from another thread while the first one
+// works on a host stream.
+void twoCommunicators(weftComm_t first, int rank, int n) {
+  weftComm_t second = nullptr;
+  if (!ok(weftCommInitFromEnv(&second, nullptr), nullptr, rank, "second weftCommInitFromEnv"))
+    return;
+  std::vector<int64_t> a(100000, rank + 1), b(100000, 10 * (rank + 1));
+  std::thread other([&] {
+    for (int i = 0; i < 5; ++i)
+      ok(weftAllReduce(b.data(), b.data(), b.size(), weftInt64, weftSum, second, nullptr), second,
+         rank, "allreduce on the second communicator");
+  });
+  weftStream_t stream;
+  ok(weftStreamCreate(&stream), nullptr, rank, "weftStreamCreate");
+  for (int i = 0; i < 5; ++i)
+    ok(weftAllReduce(a.data(), a.data(), a.size(), weftInt64, weftSum, first, stream), first,
+       rank, "allreduce on a stream");
+  ok(weftStreamSynchronize(stream), first, rank, "weftStreamSynchronize");
+  other.join();
+  int64_t sumA = int64_t(n) * (n + 1) / 2, sumB = 10 * sumA;
+  for (int i = 1; i < 5; ++i) {
+    sumA *= n;
+    sumB *= n;
+  }
+  if (a.front() != sumA || a.back() != sumA) report(rank, "stream results");
+  if (b.front() != sumB || b.back() != sumB) report(rank, "second communicator results");
+  ok(weftStreamDestroy(stream), nullptr, rank, "weftStreamDestroy");
+  ok(weftCommDestroy(second), second, rank, "destroy the second communicator");
+}
+
+}  // namespace
+
+int main() {
+  weftComm_t comm = nullptr;
+  if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
+    std::fprintf(stderr, "weftCommInitFromEnv: %s\n", weftGetLastError(nullptr));
+    return 1;
+  }
+  int rank = 0, n = 0;
+  weftCommUserRank(comm, &rank);
+  weftCommCount(comm, &n);
+  everyCase(comm, rank, n);
+  if (failures == 0) sendRecvRings(comm, rank, n);
+  if (failures == 0) twoCommunicators(comm, rank, n);
+  ok(weftCommDestroy(comm), comm, rank, "weftCommDestroy");
+  if (failures) {
+    std::fprintf(stderr, "rank %d: %d failure(s)\n", rank, failures);
+    return 1;
+  }
+  if (rank == 0) std::printf("every collective correct on %d ranks\n", n);
+  return 0;
+}

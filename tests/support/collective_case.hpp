@@ -1,0 +1,183 @@
+// One collective case as a rank sees it: inputs from tests/support/reference.hpp laid out in
+// NCCL's buffer conventions (in place or not), and a check of the rank's output against the
+// reference. Shared by the in-process loopback tests and the multi-process program, which
+// differ only in how ranks run.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "support/reference.hpp"
+
+namespace weft::testing {
+
+struct CaseShape {
+  Collective collective = Collective::AllReduce;
+  int nranks = 1;
+  int root = 0;
+  uint64_t count = 0;
+  weftDataType_t type = weftFloat32;
+  int op = weftSum;  // weftRedOp_t value or kPreMulSum
+};
+
+inline bool reduces(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+
+// Elements of rank r's send and receive buffers.
+inline uint64_t sendCount(const CaseShape& s, int r) {
+  const uint64_t c = s.count, n = s.nranks;
+  switch (s.collective) {
+    case Collective::ReduceScatter:
+    case Collective::AlltoAll: return n * c;
+    case Collective::Broadcast: return r == s.root ? c : 0;
+    case Collective::Scatter: return r == s.root ? n * c : 0;
+    default: return c;
+  }
+}
+inline uint64_t recvCount(const CaseShape& s, int r) {
+  const uint64_t c = s.count, n = s.nranks;
+  switch (s.collective) {
+    case Collective::AllGather:
+    case Collective::AlltoAll: return n * c;
+    case Collective::Reduce: return r == s.root ? c : 0;
+    case Collective::Gather: return r == s.root ? n * c : 0;
+    default: return c;
+  }
+}
+
+// Inputs and reduced results of one (collective, ranks, datatype, operator) for counts up to
+// maxCount: they do not depend on the count, so they are computed once and reused.
+struct CaseInputs {
+  std::vector<std::vector<uint8_t>> encoded;  // per rank, in send-buffer order
+  std::vector<double> reduced;                // expected result of element e (reducing only)
+  std::vector<uint8_t> reducedBits;           // the same, encoded
+
+  CaseInputs(CaseShape shape, uint64_t maxCount) {
+    const int n = shape.nranks;
+    const size_t es = datatypeSize(shape.type);
+    shape.count = maxCount;
+    uint64_t maxSend = 0;
+    for (int r = 0; r < n; ++r) {
+      shape.root = r;  // a root has the largest send buffer where it matters
+      maxSend = std::max(maxSend, sendCount(shape, r));
+    }
+    encoded.assign(n, std::vector<uint8_t>(maxSend * es));
+    if (reduces(shape.collective)) {
+      reduced.resize(shape.collective == Collective::ReduceScatter ? uint64_t(n) * maxCount
+                                                                   : maxCount);
+      reducedBits.resize(reduced.size() * es);
+    }
+    const int valueOp = reduces(shape.collective) ? shape.op : weftSum;
+    for (uint64_t e = 0; e < maxSend; ++e) {  // one pass: every rank's input and the reduction
+      Accumulator acc(shape.type, shape.op, n);
+      for (int r = 0; r < n; ++r) {
+        const double v = inputValue(shape.type, valueOp, r, n, e);
+        encode(shape.type, v, encoded[r].data() + e * es);
+        acc.add(v);
+      }
+      if (e < reduced.size()) {
+        reduced[e] = acc.result();
+        encode(shape.type, reduced[e], reducedBits.data() + e * es);
+      }
+    }
+  }
+};
+
+// One rank's buffers for a case. Memory is reused between cases (fresh allocations would make
+// page faults the main cost of the tests).
+class RankBuffers {
+ public:
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+
+  void prepare(const CaseShape& s, int r, bool inPlace, const CaseInputs& inputs) {
+    const size_t es = datatypeSize(s.type);
+    const uint64_t sendN = sendCount(s, r), recvN = recvCount(s, r);
+    const uint8_t* input = inputs.encoded[r].data();
+    if (inPlace && sendN > 0 && recvN > 0) {
+      // NCCL's in-place forms: the smaller buffer sits inside the larger one.
+      uint64_t offset = 0;
+      if (s.collective == Collective::AllGather || s.collective == Collective::ReduceScatter)
+        offset = uint64_t(r) * s.count;
+      if (s.collective == Collective::Gather || s.collective == Collective::Scatter)
+        offset = uint64_t(s.root) * s.count;
+      a_.assign(std::max(sendN, recvN) * es, 0xEE);
+      uint8_t* sendAt = sendN >= recvN ? a_.data() : a_.data() + offset * es;
+      std::memcpy(sendAt, input, sendN * es);
+      sendbuff = sendAt;
+      recvbuff = sendN >= recvN ? a_.data() + offset * es : a_.data();
+    } else {
+      a_.assign(input, input + sendN * es);
+      b_.assign(recvN * es, 0xEE);
+      sendbuff = sendN ? a_.data() : nullptr;
+      recvbuff = recvN ? b_.data() : nullptr;
+    }
+  }
+
+  // Wrong elements in this rank's output; the first is described in `first`.
+  uint64_t check(const CaseShape& s, int r, const CaseInputs& inputs, std::string& first) const {
+    const size_t es = datatypeSize(s.type);
+    const uint64_t c = s.count;
+    uint64_t wrong = 0;
+    auto out = [&](uint64_t e) { return static_cast<const uint8_t*>(recvbuff) + e * es; };
+    // Reduced results: bitwise against the encoded reference, else element by element by value
+    // (which also accepts -0 for +0, and the average's tolerance).
+    auto checkReduced = [&](uint64_t from) {
+      if (c == 0 || std::memcmp(out(0), inputs.reducedBits.data() + from * es, c * es) == 0)
+        return;
+      for (uint64_t e = 0; e < c; ++e) {
+        const double got = decode(s.type, out(e)), want = inputs.reduced[from + e];
+        if (matches(s.type, s.op, got, want)) continue;
+        if (wrong++ == 0)
+          first = fmt::format("rank {} element {}: got {} want {}", r, e, got, want);
+      }
+    };
+    // Moved data must arrive bit for bit: output block `block` is rank q's input from `from`.
+    auto checkBlock = [&](uint64_t block, int q, uint64_t from) {
+      const uint8_t* want = inputs.encoded[q].data() + from * es;
+      if (c == 0 || std::memcmp(out(block * c), want, c * es) == 0) return;
+      for (uint64_t e = 0; e < c; ++e)
+        if (std::memcmp(out(block * c + e), want + e * es, es) != 0 && wrong++ == 0)
+          first = fmt::format("rank {} element {}: not rank {}'s element {}", r, block * c + e,
+                              q, from + e);
+    };
+    switch (s.collective) {
+      case Collective::AllReduce: checkReduced(0); break;
+      case Collective::Reduce:
+        if (r == s.root) checkReduced(0);
+        break;
+      case Collective::ReduceScatter: checkReduced(uint64_t(r) * c); break;
+      case Collective::AllGather:
+        for (int q = 0; q < s.nranks; ++q) checkBlock(q, q, 0);
+        break;
+      case Collective::Broadcast: checkBlock(0, s.root, 0); break;
+      case Collective::AlltoAll:
+        for (int q = 0; q < s.nranks; ++q) checkBlock(q, q, uint64_t(r) * c);
+        break;
+      case Collective::Gather:
+        if (r == s.root)
+          for (int q = 0; q < s.nranks; ++q) checkBlock(q, q, 0);
+        break;
+      case Collective::Scatter: checkBlock(0, s.root, uint64_t(r) * c); break;
+      default: break;
+    }
+    return wrong;
+  }
+
+ private:
+  std::vector<uint8_t> a_, b_;
+};
+
+inline std::string describeCase(const CaseShape& s, bool inPlace) {
+  return fmt::format("{} n={} root={} count={} {} {} {}", collectiveName(s.collective), s.nranks,
+                     s.root, s.count, datatypeName(s.type), opName(s.op),
+                     inPlace ? "in-place" : "out-of-place");
+}
+
+}  // namespace weft::testing
