@@ -1,0 +1,347 @@
+// The UCX transport between ranks that are threads of this process: data moves intact at every
+// size, receives match (peer, tag) whatever the posting order, sizes that disagree fail the
+// receive, cancel and close finish everything.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <numeric>
+#include <random>
+
+#include "transports/ucx/tag_layout.hpp"
+#include "ucx_test_util.hpp"
+
+using namespace weft;
+using namespace weft::test;
+
+namespace {
+
+// A deterministic permutation of 0..n-1 (different from identity and reverse for n > 3).
+std::vector<int> shuffled(int n, uint32_t seed) {
+  std::vector<int> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+}  // namespace
+
+TEST_CASE("two ranks ping-pong 0 B to 16 MiB messages intact") {
+  const std::vector<size_t> sizes = {0, 1, 8, 4096, 65536, 1 << 20, 16 << 20};
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    auto t = makeUcx(oob);
+    const int peer = 1 - rank;
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      const size_t bytes = sizes[s];
+      for (uint64_t iter = 0; iter < 3; ++iter) {
+        const uint64_t pingSeed = s * 100 + iter * 2, pongSeed = pingSeed + 1;
+        const uint64_t pingTag = s * 16 + iter * 2, pongTag = pingTag + 1;
+        std::vector<uint8_t> in(bytes + 1, 0xAB);  // one guard byte past the message
+        Request send, recv;
+        if (rank == 0) {
+          std::vector<uint8_t> out = patterned(bytes, pingSeed);
+          t->postRecv(peer, pongTag, in.data(), bytes, &recv);
+          t->postSend(peer, pingTag, out.data(), bytes, &send);
+          waitDone(*t, {&send, &recv}, "ping", &group);
+          expectPattern(in, bytes, pongSeed, fmt::format("pong of {} bytes", bytes));
+        } else {
+          t->postRecv(peer, pingTag, in.data(), bytes, &recv);
+          waitDone(*t, {&recv}, "ping recv", &group);
+          expectPattern(in, bytes, pingSeed, fmt::format("ping of {} bytes", bytes));
+          std::vector<uint8_t> out = patterned(bytes, pongSeed);
+          t->postSend(peer, pongTag, out.data(), bytes, &send);
+          waitDone(*t, {&send}, "pong send", &group);
+        }
+        expect(recv.bytes == bytes, fmt::format("recv.bytes {} != {}", recv.bytes, bytes));
+        expect(in[bytes] == 0xAB, fmt::format("guard byte after {} bytes overwritten", bytes));
+      }
+    }
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
+TEST_CASE("many outstanding messages with distinct tags match whatever the posting order") {
+  const int kMessages = 96;
+  const std::vector<size_t> sizes = {0, 7, 100, 4096, 9000, 70000, 300000};
+  auto sizeOf = [&](int i) { return sizes[static_cast<size_t>(i) % sizes.size()]; };
+  // Distinct tags spread over all 44 bits.
+  auto tagOf = [](int i) { return (uint64_t(i) * 0x9E3779B97F4Aull + 0x5A5) & kTagMask; };
+
+  for (bool sendsFirst : {true, false}) {
+    DYNAMIC_SECTION(
+        (sendsFirst ? "sends posted before receives" : "receives posted before sends")) {
+      ThreadOobGroup group(2);
+      auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+        auto t = makeUcx(oob);
+        std::vector<Request> reqs(kMessages);
+        std::vector<Request*> all;
+        all.reserve(reqs.size());
+        for (Request& r : reqs) all.push_back(&r);
+        std::vector<std::vector<uint8_t>> bufs(kMessages);
+        auto postSends = [&] {  // in order, or reversed when receives went first
+          for (int k = 0; k < kMessages; ++k) {
+            int i = sendsFirst ? k : kMessages - 1 - k;
+            bufs[i] = patterned(sizeOf(i), 1000 + i);
+            t->postSend(1, tagOf(i), bufs[i].data(), sizeOf(i), &reqs[i]);
+          }
+        };
+        auto postRecvs = [&] {
+          for (int i : shuffled(kMessages, 7)) {
+            bufs[i].assign(sizeOf(i), 0);
+            t->postRecv(0, tagOf(i), bufs[i].data(), sizeOf(i), &reqs[i]);
+          }
+        };
+        if ((rank == 0) == sendsFirst) {
+          rank == 0 ? postSends() : postRecvs();
+          oob.barrier(testDeadline());
+        } else {
+          oob.barrier(testDeadline());
+          rank == 0 ? postSends() : postRecvs();
+        }
+        waitDone(*t, all, "messages", &group);
+        if (rank == 1) {
+          for (int i = 0; i < kMessages; ++i) {
+            expectPattern(bufs[i], sizeOf(i), 1000 + i, fmt::format("message {}", i));
+          }
+        }
+        barrierAndClose(*t, oob);
+      });
+      INFO(joinErrors(errors));
+      CHECK(joinErrors(errors).empty());
+    }
+  }
+}
+
+TEST_CASE("four ranks exchange all-to-all, self included, with one tag told apart by sender") {
+  const int n = 4;
+  for (size_t bytes : {size_t{64}, size_t{200000}}) {
+    DYNAMIC_SECTION(bytes << " bytes") {
+      ThreadOobGroup group(n);
+      auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+        auto t = makeUcx(oob);
+        auto seed = [&](int src, int dst) { return uint64_t(src) * 64 + dst + bytes; };
+        std::vector<Request> sends(n), recvs(n);
+        std::vector<std::vector<uint8_t>> out(n), in(n);
+        std::vector<Request*> all;
+        for (int p = 0; p < n; ++p) {
+          in[p].assign(bytes, 0);
+          t->postRecv(p, /*tag=*/7, in[p].data(), bytes, &recvs[p]);
+          all.push_back(&recvs[p]);
+        }
+        for (int k = 1; k <= n; ++k) {  // a different peer first on every rank
+          int p = (rank + k) % n;
+          out[p] = patterned(bytes, seed(rank, p));
+          t->postSend(p, 7, out[p].data(), bytes, &sends[p]);
+          all.push_back(&sends[p]);
+        }
+        waitDone(*t, all, "all-to-all", &group);
+        for (int p = 0; p < n; ++p) {
+          expectPattern(in[p], bytes, seed(p, rank), fmt::format("from rank {}", p));
+        }
+        barrierAndClose(*t, oob);
+      });
+      INFO(joinErrors(errors));
+      CHECK(joinErrors(errors).empty());
+    }
+  }
+}
+
+TEST_CASE(
+    "a receive whose size differs from the send fails with both sizes and writes nothing past its "
+    "buffer") {
+  struct Case {
+    size_t sent, expected;
+  };
+  const std::vector<Case> cases = {
+      {100, 64}, {64, 100}, {8, 0}, {0, 8}, {1 << 20, 512 << 10}, {512 << 10, 1 << 20}};
+  ThreadOobGroup group(2);
+  std::vector<std::string> messages(cases.size());
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    auto t = makeUcx(oob);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const uint64_t tag = 0x40 + c;
+      Request req;
+      if (rank == 0) {
+        std::vector<uint8_t> out = patterned(cases[c].sent, c);
+        t->postSend(1, tag, out.data(), out.size(), &req);
+        waitFinished(*t, {&req}, "mismatched send", &group);
+        expect(req.state.load() == Request::kDone,
+               fmt::format("case {}: the sender's request ended in {}: {}", c,
+                           static_cast<int>(req.state.load()), req.error));
+      } else {
+        const size_t guard = 4096;
+        std::vector<uint8_t> in(cases[c].expected + guard, 0xEE);
+        t->postRecv(0, tag, in.data(), cases[c].expected, &req);
+        waitFinished(*t, {&req}, "mismatched recv", &group);
+        expect(req.state.load() == Request::kFailed, fmt::format("case {}: recv not Failed", c));
+        messages[c] = req.error;
+        for (size_t i = cases[c].expected; i < in.size(); ++i) {
+          expect(in[i] == 0xEE, fmt::format("case {}: byte {} past the buffer written", c, i));
+        }
+      }
+      oob.barrier(testDeadline());
+    }
+    // The pair still works afterwards.
+    std::vector<uint8_t> buf = patterned(1000, 99);
+    Request req;
+    if (rank == 0) {
+      t->postSend(1, 0x99, buf.data(), buf.size(), &req);
+    } else {
+      buf.assign(buf.size(), 0);
+      t->postRecv(0, 0x99, buf.data(), buf.size(), &req);
+    }
+    waitDone(*t, {&req}, "message after mismatches", &group);
+    if (rank == 1) expectPattern(buf, 1000, 99, "message after mismatches");
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  REQUIRE(joinErrors(errors).empty());
+  for (size_t c = 0; c < cases.size(); ++c) {
+    CHECK(messages[c] ==
+          fmt::format("rank 1: message from rank 0 (tag {:#x}) has {} bytes, expected {}", 0x40 + c,
+                      cases[c].sent, cases[c].expected));
+  }
+}
+
+TEST_CASE("cancel finishes a receive that never matches, and close still works") {
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    auto t = makeUcx(oob);
+    std::vector<uint8_t> buf(4096, 0x11), self(64, 0x22);
+    Request fromPeer, fromSelf;
+    t->postRecv(1 - rank, 0x123, buf.data(), buf.size(), &fromPeer);
+    t->postRecv(rank, 0x124, self.data(), self.size(), &fromSelf);
+    for (int i = 0; i < 1000; ++i) t->progress();
+    expect(!fromPeer.finished() && !fromSelf.finished(), "an unmatched receive finished");
+    t->cancel(&fromPeer);
+    t->cancel(&fromSelf);
+    expect(fromPeer.state.load() == Request::kCancelled, "receive from peer not Cancelled");
+    expect(fromSelf.state.load() == Request::kCancelled, "receive from self not Cancelled");
+    expect(fromPeer.handle == nullptr, "handle kept after cancel");
+    t->cancel(&fromPeer);  // cancelling a finished request changes nothing
+    expect(fromPeer.state.load() == Request::kCancelled, "second cancel changed the state");
+    expect(std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0x11; }),
+           "cancelled receive wrote its buffer");
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
+TEST_CASE("cancel of a send nobody receives finishes it and withdraws the peer") {
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    auto t = makeUcx(oob);
+    if (rank == 0) {
+      std::vector<uint8_t> big = patterned(4 << 20, 5);  // rendezvous: waits for a receive
+      Request send;
+      t->postSend(1, 0x77, big.data(), big.size(), &send);
+      for (int i = 0; i < 1000; ++i) t->progress();
+      t->cancel(&send);
+      expect(send.finished(), "cancelled send not finished");
+      Request later;
+      t->postSend(1, 0x78, big.data(), 8, &later);
+      expect(later.state.load() == Request::kFailed, "send after the cancel did not fail");
+      expect(later.error.find("rank 0:") == 0 &&
+                 later.error.find("connection to rank 1 lost") != std::string::npos,
+             "unexpected message: " + later.error);
+    }
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
+TEST_CASE("tag packing puts the sender in the top 20 bits and keeps all 44 tag bits") {
+  using namespace weft::ucx;
+  STATIC_REQUIRE(kRankBits + kTagBits == 64);
+  CHECK(packTag(0, 0) == 0);
+  CHECK(packTag(0, kTagMask) == kTagMask);
+  CHECK(packTag(1, 0) == (uint64_t{1} << 44));
+  const int maxRank = static_cast<int>(kMaxRanks - 1);
+  CHECK(packTag(maxRank, kTagMask) == ~uint64_t{0});
+  CHECK(packTag(maxRank, 0) == 0xFFFFF00000000000ull);
+  for (int rank : {0, 1, 2, 12345, 1 << 19, maxRank}) {
+    for (uint64_t tag : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 43, kTagMask, kTagMask - 1,
+                         uint64_t{0x0F0F0F0F0F0}}) {
+      uint64_t packed = packTag(rank, tag);
+      CHECK(tagSender(packed) == rank);
+      CHECK(tagUser(packed) == tag);
+    }
+  }
+  CHECK(packTag(3, 5) != packTag(5, 3));
+}
+
+TEST_CASE("tags using all 44 bits match the right sender and tag") {
+  const std::vector<uint64_t> tags = {
+      0, 1, 0x7FF, uint64_t{1} << 43, kTagMask, kTagMask ^ 1, 0x0F0F0F0F0F0, 0xF0F0F0F0F0F};
+  ThreadOobGroup group(3);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    auto t = makeUcx(oob);
+    auto seed = [](int src, size_t i) { return uint64_t(src) << 8 | i; };
+    const size_t bytes = 256;
+    std::vector<Request> sends(tags.size()), recvs(3 * tags.size());
+    std::vector<std::vector<uint8_t>> out(tags.size()), in(3 * tags.size());
+    std::vector<Request*> all;
+    // Every rank sends each tag to rank 1 (rank 1 to itself too), in order.
+    for (size_t i = 0; i < tags.size(); ++i) {
+      out[i] = patterned(bytes, seed(rank, i));
+      t->postSend(1, tags[i], out[i].data(), bytes, &sends[i]);
+      all.push_back(&sends[i]);
+    }
+    if (rank == 1) {  // receives in a scrambled order, alternating senders
+      for (int k : shuffled(static_cast<int>(3 * tags.size()), 3)) {
+        int src = k % 3;
+        size_t i = static_cast<size_t>(k) / 3;
+        in[k].assign(bytes, 0);
+        t->postRecv(src, tags[i], in[k].data(), bytes, &recvs[k]);
+        all.push_back(&recvs[k]);
+      }
+    }
+    waitDone(*t, all, "tagged messages", &group);
+    if (rank == 1) {
+      for (size_t k = 0; k < in.size(); ++k) {
+        expectPattern(in[k], bytes, seed(static_cast<int>(k % 3), k / 3),
+                      fmt::format("tag {:#x} from rank {}", tags[k / 3], k % 3));
+      }
+      // Beyond 44 bits is a caller bug, refused before it could alias another sender.
+      Request bad;
+      bool threw = false;
+      try {
+        t->postSend(0, kTagMask + 1, out[0].data(), 1, &bad);
+      } catch (const Error& e) {
+        threw = e.result() == weftInternalError;
+      }
+      expect(threw, "a 45-bit tag was accepted");
+    }
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
+namespace {
+// Claims more ranks than the tag layout can name; set-up must refuse before exchanging anything.
+class HugeOob final : public OutOfBand {
+ public:
+  int rank() const override { return 0; }
+  int nranks() const override { return static_cast<int>(ucx::kMaxRanks) + 1; }
+  std::vector<std::vector<uint8_t>> allGather(std::span<const uint8_t>, Deadline) override {
+    throw std::logic_error("allGather reached");
+  }
+  void barrier(Deadline) override { throw std::logic_error("barrier reached"); }
+};
+}  // namespace
+
+TEST_CASE("more than 2^20 ranks are refused at creation") {
+  HugeOob oob;
+  try {
+    createUcxTransport(oob, UcxTransportOptions{});
+    FAIL("created");
+  } catch (const Error& e) {
+    CHECK(e.result() == weftInvalidUsage);
+    CHECK_THAT(e.what(), Catch::Contains("1048576"));
+  }
+}

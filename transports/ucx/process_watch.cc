@@ -1,0 +1,77 @@
+#include "transports/ucx/process_watch.hpp"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace weft::ucx {
+namespace {
+
+int pidfdOpen(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+}  // namespace
+
+ProcessWatch::~ProcessWatch() {
+  clear();
+}
+
+bool ProcessWatch::supported() {
+  static const bool ok = [] {
+    int fd = pidfdOpen(getpid());
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+  }();
+  return ok;
+}
+
+bool ProcessWatch::add(int rank, pid_t pid) {
+  int fd = pidfdOpen(pid);
+  if (fd < 0 && errno != ESRCH) return false;
+  entries_.push_back(Entry{rank, pid, fd});
+  return true;
+}
+
+void ProcessWatch::poll(std::vector<int>& exited) {
+  // Few entries (the ranks on this host): a small stack array avoids allocating per poll.
+  constexpr size_t kBatch = 64;
+  for (size_t base = 0; base < entries_.size(); base += kBatch) {
+    struct pollfd fds[kBatch];
+    size_t n = 0;
+    for (size_t i = base; i < entries_.size() && n < kBatch; ++i, ++n) {
+      fds[n].fd = entries_[i].fd;  // negative fds are ignored by poll()
+      fds[n].events = POLLIN;
+      fds[n].revents = 0;
+    }
+    // On failure (EINTR) revents stay 0: only processes known to be gone are reported.
+    (void)::poll(fds, n, 0);
+    for (size_t k = 0; k < n; ++k) {
+      Entry& e = entries_[base + k];
+      if (e.fd < 0 || (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        exited.push_back(e.rank);
+        if (e.fd >= 0) close(e.fd);
+        e.rank = -1;
+      }
+    }
+  }
+  std::erase_if(entries_, [](const Entry& e) { return e.rank < 0; });
+}
+
+void ProcessWatch::clear() {
+  for (const Entry& e : entries_) {
+    if (e.fd >= 0) close(e.fd);
+  }
+  entries_.clear();
+}
+
+}  // namespace weft::ucx

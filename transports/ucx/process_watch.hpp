@@ -1,0 +1,44 @@
+// Notices when a peer process on this host exits, for peers whose UCX endpoints run without UCX
+// error handling (UCX 1.13's shared-memory transports have none: see README.md). Uses a pidfd
+// per process, which becomes readable when the process exits; poll() costs one system call for
+// all watched processes, so the transport calls it every few milliseconds, not per progress.
+#pragma once
+
+#include <sys/types.h>
+
+#include <vector>
+
+namespace weft::ucx {
+
+class ProcessWatch {
+ public:
+  ProcessWatch() = default;
+  ProcessWatch(const ProcessWatch&) = delete;
+  ProcessWatch& operator=(const ProcessWatch&) = delete;
+  ~ProcessWatch();
+
+  // Pidfds work here (Linux >= 5.3): without them the transport uses UCX error handling instead.
+  static bool supported();
+
+  // Starts watching `pid` on behalf of `rank`. A process that has already exited is reported by
+  // the next poll(). Returns false (and watches nothing) when no pidfd can be opened for it.
+  bool add(int rank, pid_t pid);
+
+  bool empty() const { return entries_.empty(); }
+
+  // Appends to `exited` the ranks whose processes exited since they were added; each rank is
+  // reported once. Never blocks.
+  void poll(std::vector<int>& exited);
+
+  void clear();
+
+ private:
+  struct Entry {
+    int rank;
+    pid_t pid;
+    int fd;  // -1: exited before we could open it (reported at the next poll)
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace weft::ucx

@@ -1,0 +1,119 @@
+// Failed peers: UCX's error handler (peers with UCX peer error handling), the process watch
+// (same-host peers without it) and cancel() mark a peer failed; handleFailures(), called from
+// progress() outside UCP callbacks, withdraws its receives, force-closes its endpoint, and
+// finishes whatever UCX does not hand back within kDrainMs.
+#include "lib/base/log.hpp"
+#include "transports/ucx/ucx_transport_impl.hpp"
+
+namespace weft::ucx {
+
+// UCX calls it from ucp_worker_progress for endpoints with UCX peer error handling.
+void onPeerError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  peer->owner->markPeerFailed(peer->rank, status, "");
+}
+
+std::string UcxTransport::peerFailure(const Peer& p) const {
+  if (!p.failed) return fmt::format("no endpoint to rank {}", p.rank);
+  return fmt::format("connection to rank {} lost: {}{}{}{}", p.rank,
+                     ucs_status_string(p.failStatus), p.failDetail.empty() ? "" : " (",
+                     p.failDetail, p.failDetail.empty() ? "" : ")");
+}
+
+void UcxTransport::markPeerFailed(int peer, ucs_status_t status, std::string detail) {
+  Peer& p = peers_[peer];
+  if (p.failed) return;
+  p.failed = true;
+  p.failStatus = status;
+  p.failDetail = std::move(detail);
+  failedQueue_.push_back(peer);
+}
+
+void UcxTransport::pollWatch() {
+  Clock::time_point now = Clock::now();
+  if (now < nextWatch_) return;
+  nextWatch_ = now + std::chrono::milliseconds(kWatchIntervalMs);
+  exited_.clear();
+  watch_.poll(exited_);
+  for (int r : exited_) {
+    markPeerFailed(r, UCS_ERR_CONNECTION_RESET, fmt::format("process {} exited", peers_[r].pid));
+  }
+}
+
+// Runs outside UCP callbacks: withdraws what UCX will not complete by itself.
+void UcxTransport::handleFailures() {
+  for (size_t i = 0; i < failedQueue_.size(); ++i) {
+    Peer& p = peers_[failedQueue_[i]];
+    if (p.failureHandled) continue;
+    p.failureHandled = true;
+    // A failure that hits no request is not an error yet (after a barrier a peer may close
+    // first); later requests to or from it fail with this message.
+    if (p.pendingCount > 0 && !closing_) {
+      WEFT_WARN(kSubsysNet, "ucx[{}] rank {}: {}; failing {} requests", options_.label, rank_,
+                peerFailure(p), p.pendingCount);
+    } else {
+      WEFT_INFO(kSubsysNet, "ucx[{}] rank {}: {}", options_.label, rank_, peerFailure(p));
+    }
+    // Receives are not tied to an endpoint: UCX would keep them posted.
+    for (PendingOp *op = p.pending, *next = nullptr; op != nullptr; op = next) {
+      next = op->next;
+      if (op->desc.isRecv) ucp_request_cancel(worker_, op);
+    }
+    // Sends (and receives already matched) end when the endpoint goes.
+    if (p.ep != nullptr) closeFailedEndpoint(p);
+  }
+  failedQueue_.clear();
+  if (drainingPeers_ == 0) return;
+  const Clock::time_point now = Clock::now();
+  for (int r = 0; r < nranks_; ++r) {
+    Peer& p = peers_[r];
+    if (!p.draining) continue;
+    if (p.closeRequest != nullptr) {
+      if (ucp_request_check_status(p.closeRequest) == UCS_INPROGRESS) continue;
+      ucp_request_free(p.closeRequest);
+      p.closeRequest = nullptr;
+      p.drainUntil = now + std::chrono::milliseconds(kDrainMs);
+    }
+    if (p.pendingCount > 0 && now < p.drainUntil) continue;
+    detachAll(p, Request::kFailed, "");
+    p.draining = false;
+    --drainingPeers_;
+  }
+}
+
+void UcxTransport::closeFailedEndpoint(Peer& p) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t sp = ucp_ep_close_nbx(p.ep, &param);
+  p.ep = nullptr;
+  p.closeRequest = UCS_PTR_IS_PTR(sp) ? sp : nullptr;
+  p.drainUntil = Clock::now() + std::chrono::milliseconds(kDrainMs);
+  p.draining = true;
+  ++drainingPeers_;
+}
+
+// The UCP request stays with UCX (freed without a callback); the caller's Request is finished.
+void UcxTransport::detach(PendingOp* op, Request::State state, std::string message) {
+  unlink(op);
+  Request* req = op->req;
+  op->req = nullptr;
+  op->transport = nullptr;
+  ucp_request_free(op);
+  if (req == nullptr) return;
+  req->handle = nullptr;
+  req->error = std::move(message);
+  publish(req, state);
+}
+
+void UcxTransport::detachAll(Peer& p, Request::State state, const std::string& why) {
+  while (p.pending != nullptr) {
+    PendingOp* op = p.pending;
+    std::string message = fmt::format("rank {}: {} {}: {}", rank_, describe(op->desc),
+                                      state == Request::kCancelled ? "cancelled" : "failed",
+                                      why.empty() ? peerFailure(p) : why);
+    detach(op, state, std::move(message));
+  }
+}
+
+}  // namespace weft::ucx

@@ -1,0 +1,229 @@
+// Posting, completing and cancelling requests: the hot path. Nothing here allocates except
+// error messages, and nothing logs above TRACE.
+#include <thread>
+
+#include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
+#include "transports/ucx/tag_layout.hpp"
+#include "transports/ucx/ucx_transport_impl.hpp"
+
+namespace weft::ucx {
+
+std::string describe(const OpDesc& d) {
+  return fmt::format("{} rank {} (tag {:#x}, {} bytes)", d.isRecv ? "recv from" : "send to", d.peer,
+                     d.tag, d.bytes);
+}
+
+void failRequest(Request* req, std::string message) {
+  WEFT_TRACE(kSubsysNet, "{}", message);
+  req->error = std::move(message);
+  publish(req, Request::kFailed);
+}
+
+void resetRequest(void* request) {
+  static_cast<PendingOp*>(request)->transport = nullptr;
+}
+
+void onSendDone(void* request, ucs_status_t status, void* /*userData*/) {
+  auto* op = static_cast<PendingOp*>(request);
+  op->transport->completeOp(op, status, op->desc.bytes);
+  op->transport = nullptr;
+  ucp_request_free(request);
+}
+
+void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                void* userData) {
+  auto* op = static_cast<PendingOp*>(request);
+  bool lengthKnown = info != nullptr && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED);
+  size_t length = lengthKnown ? info->length : 0;
+  if (op->transport == nullptr) {  // inside ucp_tag_recv_nbx: the poster frees the request
+    auto* imm = static_cast<ImmediateRecv*>(userData);
+    *imm = ImmediateRecv{true, status, length};
+    return;
+  }
+  op->transport->completeOp(op, status, length);
+  op->transport = nullptr;
+  ucp_request_free(request);
+}
+
+void UcxTransport::checkPost(int peer, uint64_t tag, Request* req, const char* what) const {
+  if (peer < 0 || peer >= nranks_ || (tag & ~kTagMask) != 0 || req == nullptr) {
+    fail(weftInternalError, "rank {}: {}(peer {}, tag {:#x}) out of range ({} ranks, {} tag bits)",
+         rank_, what, peer, tag, nranks_, kTagBits);
+  }
+  req->bytes = 0;
+  req->error.clear();
+  req->handle = nullptr;
+  req->state.store(Request::kPosted, std::memory_order_relaxed);
+}
+
+// Requests to or from a failed peer, or after close, fail at once without reaching UCX.
+bool UcxTransport::refusePost(const OpDesc& d, Request* req) {
+  if (closed_ || closing_) {
+    failRequest(req, fmt::format("rank {}: {} posted after the UCX transport was closed", rank_,
+                                 describe(d)));
+    return true;
+  }
+  const Peer& p = peers_[d.peer];
+  if (p.failed || p.ep == nullptr) {
+    failRequest(req, fmt::format("rank {}: {} failed: {}", rank_, describe(d), peerFailure(p)));
+    return true;
+  }
+  return false;
+}
+
+void UcxTransport::track(PendingOp* op, const OpDesc& d, Request* req) {
+  op->transport = this;
+  op->req = req;
+  op->desc = d;
+  op->cancelRequested = false;
+  Peer& p = peers_[d.peer];
+  op->prev = nullptr;
+  op->next = p.pending;
+  if (p.pending != nullptr) p.pending->prev = op;
+  p.pending = op;
+  ++p.pendingCount;
+  req->handle = op;
+}
+
+void UcxTransport::unlink(PendingOp* op) {
+  Peer& p = peers_[op->desc.peer];
+  if (op->prev != nullptr)
+    op->prev->next = op->next;
+  else
+    p.pending = op->next;
+  if (op->next != nullptr) op->next->prev = op->prev;
+  op->prev = op->next = nullptr;
+  --p.pendingCount;
+}
+
+void UcxTransport::postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) {
+  checkPost(peer, tag, req, "postSend");
+  OpDesc d{tag, bytes, peer, false};
+  if (refusePost(d, req)) return;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+  param.cb.send = onSendDone;
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(peers_[peer].ep, bytes > 0 ? buf : &zeroByte, bytes,
+                                         packTag(rank_, tag), &param);
+  if (UCS_PTR_IS_PTR(sp)) {
+    track(static_cast<PendingOp*>(sp), d, req);
+  } else {
+    settle(req, d, UCS_PTR_STATUS(sp), bytes, false);
+  }
+}
+
+void UcxTransport::postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) {
+  checkPost(peer, tag, req, "postRecv");
+  OpDesc d{tag, bytes, peer, true};
+  if (refusePost(d, req)) return;
+  ImmediateRecv imm;
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = onRecvDone;
+  param.user_data = &imm;
+  ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, bytes > 0 ? buf : &zeroByte, bytes,
+                                         packTag(peer, tag), kFullTagMask, &param);
+  if (!UCS_PTR_IS_PTR(sp)) {
+    settle(req, d, UCS_PTR_STATUS(sp), 0, false);
+  } else if (imm.done) {
+    ucp_request_free(sp);
+    settle(req, d, imm.status, imm.length, false);
+  } else {
+    track(static_cast<PendingOp*>(sp), d, req);
+  }
+}
+
+void UcxTransport::completeOp(PendingOp* op, ucs_status_t status, size_t length) {
+  unlink(op);
+  Request* req = op->req;
+  op->req = nullptr;
+  if (req == nullptr) return;
+  req->handle = nullptr;
+  settle(req, op->desc, status, length, op->cancelRequested);
+}
+
+// Writes the outcome into the caller's Request; the state goes last, with release order.
+void UcxTransport::settle(Request* req, const OpDesc& d, ucs_status_t status, size_t length,
+                          bool cancelled) {
+  if (status == UCS_OK && (!d.isRecv || length == d.bytes)) {
+    req->bytes = d.bytes;
+    publish(req, Request::kDone);
+  } else if (d.isRecv && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED)) {
+    // UCP reports the sender's size on truncation; never writes past the receive buffer.
+    std::string has = length > d.bytes || status == UCS_OK ? fmt::format("{}", length)
+                                                           : fmt::format("more than {}", d.bytes);
+    failRequest(req,
+                fmt::format("rank {}: message from rank {} (tag {:#x}) has {} bytes, expected {}",
+                            rank_, d.peer, d.tag, has, d.bytes));
+  } else if (cancelled && status == UCS_ERR_CANCELED) {
+    req->error = fmt::format("rank {}: {} cancelled", rank_, describe(d));
+    publish(req, Request::kCancelled);
+  } else if (peers_[d.peer].failed) {
+    failRequest(req, fmt::format("rank {}: {} failed: {}", rank_, describe(d),
+                                 peerFailure(peers_[d.peer])));
+  } else {
+    failRequest(
+        req, fmt::format("rank {}: {} failed: {}", rank_, describe(d), ucs_status_string(status)));
+  }
+}
+
+bool UcxTransport::progress() {
+  bool moved = ucp_worker_progress(worker_) != 0;
+  if (!watch_.empty() && (++progressCalls_ & 63) == 0) pollWatch();
+  if (!failedQueue_.empty()) {
+    handleFailures();
+    moved = true;
+  } else if (drainingPeers_ > 0) {
+    handleFailures();
+  }
+  return moved;
+}
+
+void UcxTransport::cancel(Request* req) {
+  if (req->finished()) return;
+  auto* op = static_cast<PendingOp*>(req->handle);
+  if (op == nullptr) {  // not in UCX (cannot happen for a posted request; be safe)
+    req->error = fmt::format("rank {}: request cancelled", rank_);
+    publish(req, Request::kCancelled);
+    return;
+  }
+  op->cancelRequested = true;
+  const OpDesc d = op->desc;
+  bool endpointClosed = false;
+  if (d.isRecv) {
+    ucp_request_cancel(worker_, op);  // completes it now unless UCX matched it already
+  } else {
+    // UCP cannot withdraw a send. Give one already under way a moment, then close the endpoint:
+    // the peer is lost for this transport, which is what a cancel means for the communicator.
+    for (int i = 0; i < 64 && !req->finished(); ++i) progress();
+    if (!req->finished()) {
+      markPeerFailed(d.peer, UCS_ERR_CANCELED,
+                     "closed by cancel() of a send, which UCP cannot withdraw");
+      handleFailures();
+      endpointClosed = true;
+    }
+  }
+  Deadline grace = Deadline::afterMs(options_.cancelGraceMs);
+  while (!req->finished()) {
+    if (!progress()) std::this_thread::yield();
+    if (!grace.expired()) continue;
+    if (!endpointClosed) {
+      markPeerFailed(
+          d.peer, UCS_ERR_CANCELED,
+          fmt::format("closed by cancel() of a matched receive still in flight after {} ms",
+                      options_.cancelGraceMs));
+      handleFailures();
+      endpointClosed = true;
+      grace = Deadline::afterMs(options_.cancelGraceMs);
+    } else if (auto* stuck = static_cast<PendingOp*>(req->handle)) {
+      WEFT_WARN(kSubsysNet, "ucx[{}] rank {}: {} not released by UCX after cancel; abandoning it",
+                options_.label, rank_, describe(d));
+      detach(stuck, Request::kCancelled,
+             fmt::format("rank {}: {} cancelled (abandoned)", rank_, describe(d)));
+    }
+  }
+}
+
+}  // namespace weft::ucx

@@ -1,0 +1,313 @@
+// Set-up (UCP context, worker, address exchange, endpoints) and teardown of the UCX transport.
+#include "transports/ucx/ucx_transport.hpp"
+
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
+#include "transports/ucx/peer_info.hpp"
+#include "transports/ucx/tag_layout.hpp"
+#include "transports/ucx/ucx_transport_impl.hpp"
+
+namespace weft {
+namespace ucx {
+namespace {
+
+void checkStatus(ucs_status_t status, int rank, const char* what) {
+  if (status != UCS_OK)
+    fail(weftSystemError, "rank {}: {} failed: {}", rank, what, ucs_status_string(status));
+}
+
+// The transports UCX chose for an endpoint ("sysv/memory, cma/memory"), from ucp_ep_print_info;
+// only computed for log lines.
+std::string endpointLanes(ucp_ep_h ep) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (f == nullptr) return "?";
+  ucp_ep_print_info(ep, f);
+  std::fclose(f);
+  std::string lanes;
+  std::string_view all(text, size);
+  for (size_t at = all.find("lane["); at != std::string_view::npos;
+       at = all.find("lane[", at + 1)) {
+    size_t colon = all.find(':', all.find(':', at) + 1);  // "lane[0]:  3:sysv/memory.0 ..."
+    size_t end = all.find_first_of(" \n", colon);
+    if (colon == std::string_view::npos || end == std::string_view::npos) break;
+    if (!lanes.empty()) lanes += ", ";
+    lanes += all.substr(colon + 1, end - colon - 1);
+  }
+  std::free(text);
+  return lanes.empty() ? "?" : lanes;
+}
+
+}  // namespace
+
+void UcxTransport::setUp(OutOfBand& oob) {
+  rank_ = oob.rank();
+  nranks_ = oob.nranks();
+  if (nranks_ < 1 || nranks_ > kMaxRanks || rank_ < 0 || rank_ >= nranks_) {
+    fail(weftInvalidUsage,
+         "rank {}: the UCX transport supports 1..{} ranks (the UCP tag has {} rank bits), got {} "
+         "ranks",
+         rank_, kMaxRanks, kRankBits, nranks_);
+  }
+
+  ucp_config_t* config = nullptr;
+  checkStatus(ucp_config_read(nullptr, nullptr, &config), rank_, "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                      UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG;
+  params.request_size = sizeof(PendingOp);
+  params.request_init = resetRequest;
+  params.mt_workers_shared = 0;
+  params.estimated_num_eps = static_cast<size_t>(nranks_);
+  params.name = options_.label.c_str();
+  ucs_status_t status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  checkStatus(status, rank_, "ucp_init");
+
+  // SERIALIZED: one thread at a time, not always the same one (the communicator serialises).
+  ucp_worker_params_t workerParams{};
+  workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_NAME;
+  workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  workerParams.name = options_.label.c_str();
+  checkStatus(ucp_worker_create(context_, &workerParams, &worker_), rank_, "ucp_worker_create");
+
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+  checkStatus(ucp_worker_query(worker_, &attr), rank_, "ucp_worker_query");
+  if (attr.thread_mode == UCS_THREAD_MODE_SINGLE) {
+    WEFT_INFO(kSubsysNet, "ucx[{}] rank {}: UCX granted thread mode SINGLE, not SERIALIZED",
+              options_.label, rank_);
+  }
+  PeerInfo me;
+  me.rank = rank_;
+  me.nranks = nranks_;
+  me.pid = getpid();
+  me.flags = options_.peerErrorHandlingOnHost ? PeerInfo::kFlagPeerErrorHandlingOnHost : 0;
+  me.host = localHostIdentity();
+  const auto* address = reinterpret_cast<const uint8_t*>(attr.address);
+  me.workerAddress.assign(address, address + attr.address_length);
+  ucp_worker_release_address(worker_, attr.address);
+
+  std::vector<std::vector<uint8_t>> blobs =
+      oob.allGather(encodePeerInfo(me), options_.setupDeadline);
+  if (blobs.size() != static_cast<size_t>(nranks_)) {
+    fail(weftInternalError, "rank {}: UCX address exchange returned {} addresses for {} ranks",
+         rank_, blobs.size(), nranks_);
+  }
+
+  peers_ = std::make_unique<Peer[]>(static_cast<size_t>(nranks_));
+  failedQueue_.reserve(static_cast<size_t>(nranks_));
+  exited_.reserve(static_cast<size_t>(nranks_));
+  int onHost = 0, watched = 0, handled = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    PeerInfo info = decodePeerInfo(blobs[r], rank_, r, nranks_);
+    if (info.flags != me.flags) {
+      fail(weftInvalidUsage,
+           "rank {}: rank {} created its UCX transport with peerErrorHandlingOnHost={}, this rank "
+           "with {}: every rank must pass the same value",
+           rank_, r, (info.flags & PeerInfo::kFlagPeerErrorHandlingOnHost) != 0,
+           options_.peerErrorHandlingOnHost);
+    }
+    Peer& p = peers_[r];
+    p.owner = this;
+    p.rank = r;
+    p.pid = info.pid;
+    p.sameHost = r == rank_ || sameHost(me.host, info.host);
+    // Self never fails on its own; a peer in this process shares our fate.
+    bool sameProcess = p.sameHost && info.pid == me.pid;
+    p.ucxErrorHandling = !p.sameHost || (options_.peerErrorHandlingOnHost && r != rank_) ||
+                         (!sameProcess && !ProcessWatch::supported());
+
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.address = reinterpret_cast<const ucp_address_t*>(info.workerAddress.data());
+    ep.err_mode = p.ucxErrorHandling ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    if (p.ucxErrorHandling) {
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_handler.cb = onPeerError;
+      ep.err_handler.arg = &p;
+    }
+    status = ucp_ep_create(worker_, &ep, &p.ep);
+    if (status != UCS_OK) {
+      fail(weftSystemError, "rank {}: connecting to rank {} ({}, error handling {}) failed: {}",
+           rank_, r, p.sameHost ? "same host" : "other host", p.ucxErrorHandling ? "peer" : "none",
+           ucs_status_string(status));
+    }
+    if (!p.ucxErrorHandling && !sameProcess) {
+      p.watched = watch_.add(r, info.pid);
+      if (!p.watched) {
+        WEFT_WARN(kSubsysNet,
+                  "ucx[{}] rank {}: cannot watch rank {} (pid {}): its failure will only show as "
+                  "timeouts",
+                  options_.label, rank_, r, info.pid);
+      }
+    }
+    onHost += p.sameHost && r != rank_;
+    watched += p.watched;
+    handled += p.ucxErrorHandling;
+  }
+
+  WEFT_INFO(kSubsysNet,
+            "ucx[{}] rank {}/{}: peers on this host: {} ({} watched by pid); peers with UCX peer "
+            "error handling: {}{}",
+            options_.label, rank_, nranks_, onHost, watched, handled,
+            onHost > 0 && !options_.peerErrorHandlingOnHost
+                ? "; same-host peers use shared memory without UCX error handling (UCX 1.13 has "
+                  "none for sysv/posix/cma)"
+                : "");
+  if (logEnabled(LogLevel::Info, kSubsysNet)) {
+    // One line per kind of peer: which transports UCX picked for it.
+    bool shown[2][2] = {};
+    for (int r = 0; r < nranks_; ++r) {
+      const Peer& p = peers_[r];
+      if (r == rank_ || shown[p.sameHost][p.ucxErrorHandling]) continue;
+      shown[p.sameHost][p.ucxErrorHandling] = true;
+      WEFT_INFO(kSubsysNet, "ucx[{}] rank {} -> rank {} ({}, error handling {}): {}",
+                options_.label, rank_, r, p.sameHost ? "same host" : "other host",
+                p.ucxErrorHandling ? "peer" : "none", endpointLanes(p.ep));
+    }
+  }
+}
+
+// Lets UCX finish what it started on its own, wire-up replies included, then flushes every
+// endpoint. UCX 1.13 aborts on an assertion when ucp_worker_destroy has to purge a wire-up reply
+// still queued on a tcp endpoint (fixed upstream by openucx/ucx#8175); a transport destroyed
+// right after its first messages hits it. Progressing until the worker has been idle for a
+// while (about 2 ms; tcp connection events arrive from UCX's async thread) avoids it.
+void UcxTransport::quiesce(Deadline deadline) {
+  constexpr int kIdleCalls = 100;
+  constexpr auto kIdleTime = std::chrono::milliseconds(2);
+  int idleCalls = 0;
+  Clock::time_point idleSince = Clock::now();
+  while (!deadline.expired()) {
+    if (ucp_worker_progress(worker_) != 0) {
+      idleCalls = 0;
+      idleSince = Clock::now();
+      continue;
+    }
+    if (++idleCalls >= kIdleCalls && Clock::now() - idleSince >= kIdleTime) break;
+    std::this_thread::yield();
+  }
+  ucp_request_param_t param{};
+  ucs_status_ptr_t sp = ucp_worker_flush_nbx(worker_, &param);
+  if (!UCS_PTR_IS_PTR(sp)) return;
+  while (ucp_request_check_status(sp) == UCS_INPROGRESS && !deadline.expired()) {
+    if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
+  }
+  ucp_request_free(sp);
+}
+
+// close() (force = false) flushes every endpoint; the destructor without close (force = true)
+// drops them. Both finish outstanding requests, destroy the worker and the context, and do not
+// throw.
+void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
+  if (closed_ || worker_ == nullptr) {
+    if (context_ != nullptr) ucp_cleanup(context_);
+    context_ = nullptr;
+    closed_ = true;
+    return;
+  }
+  try {
+    closing_ = true;
+    size_t outstanding = 0;
+    for (int r = 0; peers_ && r < nranks_; ++r) outstanding += peers_[r].pendingCount;
+    if (outstanding > 0 && !force) {
+      WEFT_WARN(kSubsysNet, "ucx[{}] rank {}: close with {} requests outstanding; cancelling them",
+                options_.label, rank_, outstanding);
+    }
+    // A workaround, not a guarantee: never worth more than kDrainMs (requests stuck on a dead
+    // peer keep UCX busy for ever).
+    quiesce(deadline.earlier(Deadline::afterMs(kDrainMs)));
+    std::vector<void*> flushing, forced;
+    for (int r = 0; peers_ && r < nranks_; ++r) {
+      Peer& p = peers_[r];
+      for (PendingOp *op = p.pending, *next = nullptr; op != nullptr; op = next) {
+        next = op->next;
+        op->cancelRequested = true;
+        if (op->desc.isRecv) ucp_request_cancel(worker_, op);
+      }
+      if (p.closeRequest != nullptr) forced.push_back(p.closeRequest);
+      p.closeRequest = nullptr;
+      if (p.ep == nullptr) continue;
+      const bool forceThis = force || p.failed;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = forceThis ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      ucs_status_ptr_t sp = ucp_ep_close_nbx(p.ep, &param);
+      p.ep = nullptr;
+      if (UCS_PTR_IS_PTR(sp)) (forceThis ? forced : flushing).push_back(sp);
+    }
+    drainingPeers_ = 0;
+    // Progress until every endpoint is closed and UCX has handed back every request. Flushing
+    // the live endpoints may take until the deadline; what concerns failed peers gets at most
+    // kDrainMs more (UCX 1.13 never completes some of it).
+    auto inProgress = [](const std::vector<void*>& requests) {
+      size_t n = 0;
+      for (void* c : requests) n += ucp_request_check_status(c) == UCS_INPROGRESS;
+      return n;
+    };
+    size_t flushLeft = flushing.size(), forcedLeft = forced.size(), pending = outstanding;
+    Deadline drain = deadline;
+    bool flushed = false;
+    while (!deadline.expired()) {
+      if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
+      flushLeft = inProgress(flushing);
+      forcedLeft = inProgress(forced);
+      pending = 0;
+      for (int r = 0; peers_ && r < nranks_; ++r) pending += peers_[r].pendingCount;
+      if (flushLeft + forcedLeft + pending == 0) break;
+      if (flushLeft > 0) continue;
+      if (!flushed) {
+        flushed = true;
+        drain = deadline.earlier(Deadline::afterMs(kDrainMs));
+      }
+      if (drain.expired()) break;
+    }
+    if (flushLeft > 0) {
+      WEFT_WARN(kSubsysNet,
+                "ucx[{}] rank {}: {} endpoints not flushed by the deadline; destroying the worker",
+                options_.label, rank_, flushLeft);
+    } else if (forcedLeft + pending > 0) {
+      WEFT_INFO(kSubsysNet,
+                "ucx[{}] rank {}: UCX kept {} endpoint closes and {} requests of failed peers; "
+                "destroying the worker",
+                options_.label, rank_, forcedLeft, pending);
+    }
+    for (void* c : flushing) ucp_request_free(c);
+    for (void* c : forced) ucp_request_free(c);
+    for (int r = 0; peers_ && r < nranks_; ++r) {
+      detachAll(peers_[r], Request::kCancelled, "transport closed");
+    }
+    WEFT_TRACE(kSubsysNet, "ucx[{}] rank {}: closing the worker", options_.label, rank_);
+  } catch (...) {
+    // Formatting may throw bad_alloc; the teardown below must still run.
+  }
+  watch_.clear();
+  ucp_worker_destroy(worker_);
+  worker_ = nullptr;
+  ucp_cleanup(context_);
+  context_ = nullptr;
+  closed_ = true;
+}
+
+}  // namespace ucx
+
+std::unique_ptr<Transport> createUcxTransport(OutOfBand& oob, const UcxTransportOptions& options) {
+  auto transport = std::make_unique<ucx::UcxTransport>(options);
+  transport->setUp(oob);  // on failure the destructor releases what set-up created
+  return transport;
+}
+
+}  // namespace weft

@@ -1,0 +1,148 @@
+// Internals of the UCX transport, shared by its source files: ucx_transport.cc (set-up and
+// teardown), ucx_requests.cc (posting, completing and cancelling requests) and
+// ucx_peer_failure.cc (failed peers). Nothing outside transports/ucx includes this.
+#pragma once
+
+#include <sys/types.h>
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transports/transport.hpp"
+#include "transports/ucx/process_watch.hpp"
+#include "transports/ucx/ucx_transport.hpp"
+
+namespace weft::ucx {
+
+class UcxTransport;
+
+// What a posted operation is, for completions and error messages.
+struct OpDesc {
+  uint64_t tag;
+  size_t bytes;  // posted size
+  int peer;
+  bool isRecv;
+};
+
+// Lives in the user area of its UCP request (ucp_params_t::request_size): posting allocates
+// nothing of ours. Linked into its peer's list until it completes or is detached. `transport` is
+// null while the request is not ours (fresh from UCX's pool, or completing inside the post).
+struct PendingOp {
+  UcxTransport* transport;
+  Request* req;  // nullptr once detached
+  PendingOp* prev;
+  PendingOp* next;
+  OpDesc desc;
+  bool cancelRequested;
+};
+
+struct Peer {
+  UcxTransport* owner = nullptr;
+  int rank = -1;
+  ucp_ep_h ep = nullptr;
+  // After a failure: the force close in flight, then a short wait for UCX to complete what it
+  // purges, before the transport abandons what is left.
+  void* closeRequest = nullptr;
+  bool draining = false;
+  Clock::time_point drainUntil{};
+  bool sameHost = false;
+  bool ucxErrorHandling = false;
+  bool watched = false;
+  pid_t pid = 0;
+  bool failed = false;
+  bool failureHandled = false;
+  ucs_status_t failStatus = UCS_OK;
+  std::string failDetail;
+  PendingOp* pending = nullptr;
+  size_t pendingCount = 0;
+};
+
+// How often progress() polls the pidfds of same-host peers.
+constexpr int64_t kWatchIntervalMs = 20;
+// How long requests of a failed peer may take to come back from UCX once its endpoint is closed
+// (UCX completes purged requests from a later progress call, and not all of them in 1.13).
+constexpr int64_t kDrainMs = 1000;
+// A valid address for zero-byte messages (never read or written).
+inline char zeroByte = 0;
+
+// UCX 1.13 does not fill ucp_request_param_t::recv_info when a receive completes inside
+// ucp_tag_recv_nbx (openucx/ucx#9425, fixed in 1.16), so receives are posted with
+// UCP_OP_ATTR_FLAG_NO_IMM_CMPL: UCX then calls the callback before returning, and the callback
+// leaves the outcome here (through user_data) instead of completing an op not yet tracked.
+struct ImmediateRecv {
+  bool done = false;
+  ucs_status_t status = UCS_OK;
+  size_t length = 0;
+};
+
+// "recv from rank 1 (tag 0x2a, 64 bytes)"
+std::string describe(const OpDesc& d);
+// Sets the state last, with release order: a reader that sees it sees `bytes` and `error`.
+inline void publish(Request* req, Request::State state) {
+  req->state.store(state, std::memory_order_release);
+}
+void failRequest(Request* req, std::string message);
+
+// UCP callbacks (ucx_requests.cc; onPeerError in ucx_peer_failure.cc).
+void resetRequest(void* request);
+void onSendDone(void* request, ucs_status_t status, void* userData);
+void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                void* userData);
+void onPeerError(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+class UcxTransport final : public Transport {
+ public:
+  explicit UcxTransport(const UcxTransportOptions& options) : options_(options) {}
+  ~UcxTransport() override { shutDown(Deadline::afterMs(2000), /*force=*/true); }
+
+  const char* name() const override { return "ucx"; }
+  void setUp(OutOfBand& oob);
+
+  void postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) override;
+  void postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) override;
+  bool progress() override;
+  void cancel(Request* req) override;
+  void close(Deadline deadline) override { shutDown(deadline, /*force=*/false); }
+
+  // Called from UCP callbacks.
+  void completeOp(PendingOp* op, ucs_status_t status, size_t length);
+  void markPeerFailed(int peer, ucs_status_t status, std::string detail);
+
+ private:
+  // ucx_requests.cc: posting and completing requests.
+  void checkPost(int peer, uint64_t tag, Request* req, const char* what) const;
+  bool refusePost(const OpDesc& d, Request* req);
+  void track(PendingOp* op, const OpDesc& d, Request* req);
+  void unlink(PendingOp* op);
+  void settle(Request* req, const OpDesc& d, ucs_status_t status, size_t length, bool cancelled);
+  // ucx_peer_failure.cc: peers that fail, and requests UCX will not give back.
+  std::string peerFailure(const Peer& p) const;
+  void detach(PendingOp* op, Request::State state, std::string message);
+  void detachAll(Peer& p, Request::State state, const std::string& why);
+  void handleFailures();
+  void pollWatch();
+  void closeFailedEndpoint(Peer& p);
+  // ucx_transport.cc: set-up and teardown.
+  void quiesce(Deadline deadline);
+  void shutDown(Deadline deadline, bool force) noexcept;
+
+  UcxTransportOptions options_;
+  int rank_ = -1;
+  int nranks_ = 0;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::unique_ptr<Peer[]> peers_;
+  ProcessWatch watch_;
+  std::vector<int> failedQueue_;  // reserved for every peer: marking a failure never allocates
+  std::vector<int> exited_;
+  int drainingPeers_ = 0;
+  uint32_t progressCalls_ = 0;
+  Clock::time_point nextWatch_{};
+  bool closing_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace weft::ucx
