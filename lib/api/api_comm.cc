@@ -15,8 +15,10 @@ using namespace weft;
 
 namespace {
 
-// Joins one rank and records the outcome in the handle.
-void completeInit(weftComm* h, const weftUniqueId& id, const CommConfig& config) {
+// Joins one rank and records the outcome in the handle (`function` names the API call in the
+// message weftGetLastError returns).
+void completeInit(weftComm* h, const weftUniqueId& id, const CommConfig& config,
+                  const char* function) {
   weftResult_t result = weftInternalError;
   std::string why;
   try {
@@ -33,7 +35,7 @@ void completeInit(weftComm* h, const weftUniqueId& id, const CommConfig& config)
   }
   std::lock_guard lock(h->mutex);
   h->initError = why;
-  h->lastError = "weftCommInitRank: " + why;
+  h->lastError = std::string(function) + ": " + why;
   h->initState.store(result, std::memory_order_release);
 }
 
@@ -51,7 +53,7 @@ void checkRankArguments(weftComm_t* comm, int nranks, int rank) {
 // Creates the handle and joins, in this thread (blocking) or in a background one (returns
 // weftInProgress). Throws on failure of a blocking init.
 weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int rank,
-                      const CommConfig& config) {
+                      const CommConfig& config, const char* function) {
   (void)UniqueId::fromWire(id);  // a garbage id is the caller's error, reported now
   auto* h = new weftComm;
   h->rank = rank;
@@ -59,11 +61,12 @@ weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int r
   if (!config.blocking) {
     h->initState.store(weftInProgress);
     api::registerComm(h);
-    h->initThread = std::thread([h, id, config] { completeInit(h, id, config); });
+    h->initThread =
+        std::thread([h, id, config, function] { completeInit(h, id, config, function); });
     *out = h;
     return weftInProgress;
   }
-  completeInit(h, id, config);
+  completeInit(h, id, config, function);
   const int state = h->initState.load();
   if (state != weftSuccess) {
     Error e(static_cast<weftResult_t>(state), h->initError);
@@ -103,7 +106,7 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
   weftResult_t result = weftSuccess;
   const weftResult_t checked = api::guard("weftCommInitRankConfig", nullptr, [&] {
     checkRankArguments(comm, nranks, rank);
-    result = initRank(comm, nranks, commId, rank, resolveConfig(config));
+    result = initRank(comm, nranks, commId, rank, resolveConfig(config), "weftCommInitRankConfig");
   });
   return checked != weftSuccess ? checked : result;
 }
@@ -131,7 +134,7 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int nranks, const int* devlist) 
       handles[r] = new weftComm;
       handles[r]->rank = r;
       handles[r]->nranks = nranks;
-      threads.emplace_back([&, r] { completeInit(handles[r], id, config); });
+      threads.emplace_back([&, r] { completeInit(handles[r], id, config, "weftCommInitAll"); });
     }
     for (std::thread& t : threads) t.join();
     for (int r = 0; r < nranks; ++r) {
@@ -167,7 +170,8 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
       fail(weftInvalidUsage, "WEFT_RANK={} is not below WEFT_NRANKS={}", *launch.rank,
            *launch.nranks);
     checkRankArguments(comm, *launch.nranks, *launch.rank);
-    result = initRank(comm, *launch.nranks, id, *launch.rank, resolveConfig(config));
+    result = initRank(comm, *launch.nranks, id, *launch.rank, resolveConfig(config),
+                      "weftCommInitFromEnv");
   });
   return checked != weftSuccess ? checked : result;
 }
