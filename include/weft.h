@@ -174,7 +174,9 @@ weftResult_t weftScatter(const void* sendbuff, void* recvbuff, size_t count,
                          weftDataType_t datatype, int root, weftComm_t comm, weftStream_t stream);
 
 /* Point to point. Sends from one rank to another are received in the order they were sent.
- * Matched sends and receives inside weftGroupStart/weftGroupEnd never deadlock. */
+ * Matched sends and receives inside weftGroupStart/weftGroupEnd never deadlock. Inside one
+ * group a receive buffer may not overlap any other send or receive buffer of the group
+ * (weftGroupEnd returns weftInvalidUsage). */
 weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
                       weftComm_t comm, weftStream_t stream);
 weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,

@@ -139,8 +139,8 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int nranks, const int* devlist) 
     for (std::thread& t : threads) t.join();
     for (int r = 0; r < nranks; ++r) {
       if (handles[r]->initState.load() == weftSuccess) continue;
-      Error e(static_cast<weftResult_t>(handles[r]->initState.load()),
-              fmt::format("rank {}: {}", r, handles[r]->initError));
+      // The message already names the rank.
+      Error e(static_cast<weftResult_t>(handles[r]->initState.load()), handles[r]->initError);
       for (weftComm* h : handles) delete h;
       throw e;
     }

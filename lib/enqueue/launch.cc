@@ -1,5 +1,6 @@
 #include "lib/enqueue/launch.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "algorithms/executor.hpp"
@@ -61,6 +62,42 @@ void pairSelfMessages(const Comm& comm, std::vector<PlannedOp>& ops) {
   for (auto it = sends.rbegin(); it != sends.rend(); ++it) ops.erase(ops.begin() + *it);
 }
 
+// In one group, memory that a receive writes must not be read by a send or written by another
+// receive (everything is in flight at once): reject it rather than deliver garbage.
+void checkPointToPointOverlap(const Comm& comm, const std::vector<PlannedOp>& ops) {
+  struct Span {
+    uintptr_t begin, end;
+    bool writes;
+    const Operation* op;
+  };
+  std::vector<Span> spans;
+  for (const PlannedOp& p : ops) {
+    const Operation& op = p.op;
+    const uint64_t bytes = op.count * datatypeSize(op.datatype);
+    if (op.collective == Collective::Send)
+      spans.push_back({reinterpret_cast<uintptr_t>(op.sendbuff),
+                       reinterpret_cast<uintptr_t>(op.sendbuff) + bytes, false, &op});
+    if (op.collective == Collective::Recv)
+      spans.push_back({reinterpret_cast<uintptr_t>(op.recvbuff),
+                       reinterpret_cast<uintptr_t>(op.recvbuff) + bytes, true, &op});
+  }
+  if (spans.size() < 2) return;
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  const Span* furthestWrite = nullptr;
+  const Span* furthestAny = nullptr;
+  for (const Span& s : spans) {
+    // A receive may overlap nothing; a send may not overlap a receive.
+    const Span* clash = s.writes ? furthestAny : furthestWrite;
+    if (clash && clash->end > s.begin)
+      fail(weftInvalidUsage,
+           "{}: in one group, {} and {} use overlapping memory; a receive's buffer may not be "
+           "read or written by another operation of the group",
+           comm.label(), describe(*clash->op), describe(*s.op));
+    if (!furthestAny || s.end > furthestAny->end) furthestAny = &s;
+    if (s.writes && (!furthestWrite || s.end > furthestWrite->end)) furthestWrite = &s;
+  }
+}
+
 std::vector<Task> plan(std::vector<Submission>& submissions) {
   std::vector<Task> tasks;
   std::map<Comm*, size_t> index;
@@ -77,6 +114,7 @@ std::vector<Task> plan(std::vector<Submission>& submissions) {
   for (Task& t : tasks) {
     t.comm->checkUsable();
     pairSelfMessages(*t.comm, t.ops);
+    checkPointToPointOverlap(*t.comm, t.ops);
   }
   std::erase_if(tasks, [](const Task& t) { return t.ops.empty(); });
   for (Task& t : tasks) {

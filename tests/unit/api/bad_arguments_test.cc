@@ -8,6 +8,8 @@
 #include "unit/api/api_support.hpp"
 
 using weft::testing::lastError;
+using weft::testing::onEveryRank;
+using weft::testing::ThreadComms;
 
 namespace {
 
@@ -296,4 +298,18 @@ TEST_CASE("every collective and point-to-point call rejects bad arguments") {
   CHECK(weftGroupEnd() == weftInvalidArgument);
   CHECK_THAT(lastError(nullptr), Catch::Contains("group not launched"));
   REQUIRE(weftCommDestroy(comm) == weftSuccess);
+}
+
+TEST_CASE("a group whose receive overlaps another operation's buffer is refused") {
+  ThreadComms comms(2);
+  std::vector<int32_t> buf(4096);
+  onEveryRank(2, [&](int r) {
+    std::vector<int32_t> mine(4096);
+    const int peer = 1 - r;
+    REQUIRE(weftGroupStart() == weftSuccess);
+    REQUIRE(weftSend(mine.data(), 4096, weftInt32, peer, comms[r], nullptr) == weftSuccess);
+    REQUIRE(weftRecv(mine.data() + 100, 1000, weftInt32, peer, comms[r], nullptr) == weftSuccess);
+    CHECK(weftGroupEnd() == weftInvalidUsage);
+    CHECK_THAT(lastError(nullptr), Catch::Contains("overlapping memory"));
+  });
 }
