@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/reduce/datatype.hpp"
+#include "algorithms/algorithm.hpp"
 #include "support/collective_case.hpp"
 #include "unit/collectives/loopback_world.hpp"
 
@@ -19,9 +20,11 @@ const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 65537};
 constexpr uint64_t kMaxCount = 65537;
 constexpr uint64_t kChunkBytes = 4096;
 
-void sweep(Collective coll, int minRanks, int maxRanks) {
+void sweepAlgorithm(const Algorithm& algo, Collective coll, int minRanks, int maxRanks,
+                    uint64_t chunkBytes) {
   for (int n = minRanks; n <= maxRanks; ++n) {
-    LoopbackWorld world(n, kChunkBytes);
+    LoopbackWorld world(n, chunkBytes);
+    for (auto& c : world.comms) c->overrides().algorithm[static_cast<int>(coll)] = &algo;
     std::vector<RankBuffers> buffers(n);
     for (weftDataType_t type : kAllTypes)
       for (int op : kAllOps) {
@@ -57,11 +60,17 @@ void sweep(Collective coll, int minRanks, int maxRanks) {
               std::string first;
               const uint64_t wrong = buffers[r].check(shape, r, inputs, first);
               if (wrong)
-                FAIL(describeCase(shape, inPlace) << ": " << wrong << " wrong; first: " << first);
+                FAIL(algo.name << " " << describeCase(shape, inPlace) << " chunk=" << chunkBytes
+                               << ": " << wrong << " wrong; first: " << first);
             }
           }
       }
   }
+}
+
+void sweep(Collective coll, int minRanks, int maxRanks, uint64_t chunkBytes = kChunkBytes) {
+  for (const Algorithm& algo : algorithmRegistry())
+    if (algo.serves(coll)) sweepAlgorithm(algo, coll, minRanks, maxRanks, chunkBytes);
 }
 
 }  // namespace
@@ -128,4 +137,11 @@ TEST_CASE("send/recv rings inside a group complete for 1..17 ranks, including se
           REQUIRE(out[r][e] == int32_t(((r + n - 1) % n) * 1000003 + e));
     }
   }
+}
+
+TEST_CASE("pipelining with 256-byte and 1 MiB chunks gives the same exact results") {
+  for (uint64_t chunk : {uint64_t{256}, uint64_t{1} << 20})
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                         Collective::Broadcast, Collective::Reduce})
+      sweep(c, 1, 5, chunk);
 }

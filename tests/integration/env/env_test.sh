@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# WEFT_DEBUG / WEFT_DEBUG_SUBSYS / WEFT_DEBUG_FILE reach the log, and a bad WEFT_* value is a
+# clear error at init, naming the variable.
+set -euo pipefail
+weftrun=$1 smoke=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# INFO lines of the INIT subsystem go to one file per process (%p: the pid).
+WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=INIT WEFT_DEBUG_FILE="$work/log.%p" \
+  "$weftrun" -n 2 --timeout 60 "$smoke" >/dev/null
+logs=("$work"/log.*)
+[[ ${#logs[@]} -ge 2 ]] || { echo "expected a log file per rank, got: ${logs[*]}"; exit 1; }
+grep -q "WEFT INFO rank 0 of 2: ready" "$work"/log.* || { echo "no INIT line"; cat "$work"/log.*; exit 1; }
+# ... and nothing of other subsystems.
+if grep -v " INIT\| rank [0-9]* of [0-9]*: ready" "$work"/log.* | grep -q "WEFT INFO .*NET"; then
+  echo "a NET line leaked through WEFT_DEBUG_SUBSYS=INIT"; exit 1
+fi
+
+# A bad value is an error at init that names the variable.
+for bad in "WEFT_TIMEOUT_MS=soon" "WEFT_DEBUG=LOUD" "WEFT_DEBUG_SUBSYS=INIT,BOGUS" "WEFT_CHUNK_BYTES=3"; do
+  if env "$bad" "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1; then
+    echo "$bad: the job succeeded"; exit 1
+  fi
+  grep -q "${bad%%=*}" "$work/out" || { echo "$bad: message does not name it:"; cat "$work/out"; exit 1; }
+done
+echo "env: ok"
