@@ -5,6 +5,7 @@ find_package(fmt 9 REQUIRED CONFIG)
 # Debian's UCX config does not link ucs/uct transitively: name all three where ucp is used.
 find_package(ucx REQUIRED CONFIG)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.9)
 
 if(WEFT_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED CONFIG)

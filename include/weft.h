@@ -146,6 +146,17 @@ weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 
+/* Memory. weftMemAlloc returns host memory that every rank of the host maps: collectives whose
+ * buffers all come from it read peers' buffers in place, with no staging copy (true zero copy
+ * between processes). weftMemFree releases it. */
+weftResult_t weftMemAlloc(void** ptr, size_t size);
+weftResult_t weftMemFree(void* ptr);
+/* Registers [buff, buff + size), which must lie in memory from weftMemAlloc, for use with comm
+ * (optional, as NCCL's user-buffer registration): weftMemFree refuses the memory until every
+ * registration of it is undone with weftCommDeregister. */
+weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
+weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
+
 /* Reduction operators. */
 weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
                                       weftScalarResidence_t residence, weftComm_t comm);

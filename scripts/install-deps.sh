@@ -11,8 +11,11 @@ packages=(
   libucx-dev ucx-utils libhwloc-dev hwloc libfmt-dev libsodium-dev
   # tests
   catch2
-  # MPI baselines (perf/) and launching across hosts
-  libopenmpi-dev openmpi-bin
+  # MPI baselines (perf/) and launching across hosts. Open MPI stays the default mpirun/mpicc:
+  # MPICH registers its alternatives at priority 40, Open MPI at 50 (perf/README.md).
+  libopenmpi-dev openmpi-bin mpich libmpich-dev
+  # reduction microbenchmark (perf/reduce-bench)
+  libbenchmark-dev
   # multi-host test bed (network namespaces)
   iproute2
 )

@@ -202,30 +202,142 @@ WEFT_MULTIVERSION WEFT_VECTORIZE void divideFloating(void* dst, const void* src,
   mapNative<T>(dst, src, count, [divisor](T v) { return v / divisor; });
 }
 
-// Integer quotient truncated toward zero and wrapped to T. Computed in 64 bits so that the
-// divisor is never narrowed, with the two cases C++ leaves undefined or surprising handled
-// explicitly: INT_MIN / -1 (wraps to INT_MIN) and unsigned / negative (the negated quotient of
-// the magnitudes, wrapped). No vector integer division exists, so this loop stays scalar;
-// integer Avg divides once per element at the end, off the hot path.
+// --- integer division (the last step of integer Avg) --------------------------------------------
+//
+// Semantics (reduce.hpp): the quotient truncated toward zero, wrapped to T; MIN / -1 is MIN and an
+// unsigned element divided by a negative divisor is the negated quotient of the magnitudes. No
+// vector integer division exists and a scalar 64-bit division costs tens of cycles, so:
+// - 8- and 32-bit types multiply by a reciprocal rounded slightly up, in float or double
+//   (vectorised), which gives the exact truncated quotient; see below.
+// - 64-bit types multiply by a "magic" reciprocal (Granlund and Montgomery, "Division by
+//   invariant integers using multiplication", PLDI 1994, figures 4.1 and 5.2): one 64x64->128
+//   multiply per element instead of a division. Scalar, but several times faster.
+// Divisors 1 and -1 are a copy and a wrapping negation for every type.
+//
+// Why the reciprocal gives the exact truncated quotient. F is float or double with unit roundoff
+// u (2^-24, 2^-53); v and d (|d| >= 2) are integers held exactly in F, |v| < 2^k; x = v / d.
+// r = fl(1/|d|) is a normal number within a factor (1 +- u) of 1/|d|, and r+ is r raised by 4
+// steps of its bit pattern: r+ - r lies between 4u r and 8u r (one ulp of r is between u r and
+// 2u r; a step into the next binade, twice as coarse, still keeps the sum under 8u r). So
+//   (1 + 3u - 4u^2) / |d| <= (1 - u)(1 + 4u) / |d| <= r+ <= (1 + u)(1 + 8u) / |d|.
+// y = fl(|v| r+) is within a factor (1 +- u) of |v| r+, hence
+//   y >= |x| (1 + 3u - 4u^2)(1 - u) >= |x| (1 + 2u - 7u^2) >= |x|,
+//   y <= |x| (1 + 9u + 8u^2)(1 + u) <= |x| (1 + 11u) < |x| + 11u 2^k / |d|.
+// With 11u 2^k < 1 that is |x| <= y < |x| + 1/|d|. If |x| is an integer, 1/|d| <= 1/2 and
+// trunc(y) = |x|. Otherwise the next integer above |x| is at least 1/|d| away (|x| - m =
+// (|v| - m|d|) / |d| with a nonzero integer numerator), so trunc(y) = floor(|x|) = trunc(|x|).
+// IEEE multiplication is symmetric in sign, so multiplying v (not |v|) by +-r+ (the sign of d)
+// gives -y or y, and the truncating conversion to int32 gives trunc(x) with its sign.
+// - 8-bit types in float: k = 8, 11u 2^8 = 11 * 2^-16. d is clamped to +-256 (exact in float):
+//   for |d| >= 256 every quotient of |v| <= 255 is 0 either way.
+// - 32-bit types in double: k = 32, 11u 2^32 = 11 * 2^-21; every int divisor is exact in double.
+// The quotient fits int32 before it is wrapped to T (modular in C++20): 8-bit quotients are within
+// +-255, and with |d| >= 2 a 32-bit one is within (2^32 - 1) / 2 < 2^31 in magnitude.
+// uint32 has no direct vector conversion to double before AVX-512, so it goes through int32:
+// (double)(int32)(v ^ 2^31) + 2^31 == v, exactly. The unit tests check every 8-bit value against
+// every divisor +-1..257 and random 32-bit values, exact multiples and their neighbours.
+
+template <class T>
+[[gnu::always_inline]] inline auto exactFloating(T v) {
+  if constexpr (sizeof(T) == 1) {
+    return static_cast<float>(v);
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<double>(v);
+  } else {
+    return static_cast<double>(static_cast<int32_t>(v ^ 0x80000000u)) + 2147483648.0;
+  }
+}
+
+// +-r+ of the proof above: fl(1/|d|) raised by 4 ulp, with the sign of d. |d| >= 2, exact in F.
+template <class F>
+F reciprocalRoundedUp(int divisor) {
+  using Bits = std::conditional_t<sizeof(F) == 4, uint32_t, uint64_t>;
+  const F magnitude = divisor < 0 ? -static_cast<F>(divisor) : static_cast<F>(divisor);
+  const F up = std::bit_cast<F>(std::bit_cast<Bits>(F(1) / magnitude) + 4);  // positive, normal
+  return divisor < 0 ? -up : up;
+}
+
+template <class T, class F>
+WEFT_MULTIVERSION WEFT_VECTORIZE void divideByReciprocal(void* dst, const void* src, size_t count,
+                                                         F reciprocal) {
+  mapNative<T>(dst, src, count, [reciprocal](T v) {
+    return static_cast<T>(static_cast<int32_t>(exactFloating(v) * reciprocal));
+  });
+}
+
+template <class T>
+WEFT_MULTIVERSION WEFT_VECTORIZE void negateInteger(void* dst, const void* src, size_t count) {
+  using U = std::make_unsigned_t<T>;
+  mapNative<T>(dst, src, count, [](T v) { return static_cast<T>(static_cast<U>(U(0) - U(v))); });
+}
+
+inline uint64_t mulHigh(uint64_t a, uint64_t b) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+
+inline int64_t mulHighSigned(int64_t a, int64_t b) {
+  return static_cast<int64_t>((static_cast<__int128>(a) * b) >> 64);
+}
+
+// Granlund-Montgomery figure 4.1 (N = 64): for 1 <= d < 2^64 and every n < 2^64,
+// n / d == (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(m, n), l = ceil(log2 d),
+// m = floor(2^64 (2^l - d) / d) + 1, sh1 = min(l, 1), sh2 = max(l - 1, 0).
+void divideUnsigned64(uint64_t* out, const uint64_t* in, size_t count, uint64_t divisor,
+                      bool negate) {
+  const int l = divisor == 1 ? 0 : 64 - std::countl_zero(divisor - 1);
+  const auto twoToL = static_cast<unsigned __int128>(1) << l;
+  const auto m = static_cast<uint64_t>(((twoToL - divisor) << 64) / divisor + 1);
+  const int sh1 = l < 1 ? l : 1;
+  const int sh2 = l > 1 ? l - 1 : 0;
+  const uint64_t sign = negate ? ~uint64_t(0) : 0;  // q ^ sign - sign negates when negate
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t n = in[i];
+    const uint64_t t = mulHigh(m, n);
+    const uint64_t q = (t + ((n - t) >> sh1)) >> sh2;
+    out[i] = (q ^ sign) - sign;
+  }
+}
+
+// Granlund-Montgomery figure 5.2 (N = 64), truncating signed division: for d != 0 and every n,
+// l = max(ceil(log2 |d|), 1), m = 1 + floor(2^(63 + l) / |d|), m' = m - 2^64 (as int64),
+// q0 = (n + mulsh(m', n)) >> (l - 1) (arithmetic) - (n < 0 ? -1 : 0), q = d < 0 ? -q0 : q0.
+// The final negation is done modulo 2^64, so MIN / -1 would give MIN (that divisor never gets
+// here: it is handled as a negation).
+void divideSigned64(int64_t* out, const int64_t* in, size_t count, int64_t divisor) {
+  const uint64_t magnitude = divisor < 0 ? uint64_t(0) - uint64_t(divisor) : uint64_t(divisor);
+  const int ceilLog = magnitude == 1 ? 0 : 64 - std::countl_zero(magnitude - 1);
+  const int l = ceilLog > 1 ? ceilLog : 1;
+  const auto m = (static_cast<unsigned __int128>(1) << (63 + l)) / magnitude + 1;
+  const auto mPrime = static_cast<int64_t>(static_cast<uint64_t>(m));  // m - 2^64, modular
+  const int shPost = l - 1;
+  const uint64_t sign = divisor < 0 ? ~uint64_t(0) : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t n = in[i];
+    const uint64_t sum = uint64_t(n) + uint64_t(mulHighSigned(mPrime, n));
+    const uint64_t q0 = uint64_t(static_cast<int64_t>(sum) >> shPost) + (n < 0 ? 1 : 0);
+    out[i] = static_cast<int64_t>((q0 ^ sign) - sign);
+  }
+}
+
 template <class T>
 void divideInteger(void* dst, const void* src, size_t count, int divisor) {
-  using U = std::make_unsigned_t<T>;
-  if constexpr (std::is_signed_v<T>) {
-    if (divisor == -1) {
-      mapNative<T>(dst, src, count,
-                   [](T v) { return static_cast<T>(static_cast<U>(U(0) - U(v))); });
-      return;
-    }
-    const int64_t d = divisor;
-    mapNative<T>(dst, src, count, [d](T v) { return static_cast<T>(static_cast<int64_t>(v) / d); });
+  if (divisor == 1) {
+    if (dst != src) std::memcpy(dst, src, count * sizeof(T));
+    return;
+  }
+  if (divisor == -1) return negateInteger<T>(dst, src, count);
+  if constexpr (sizeof(T) == 1) {
+    const int clamped = divisor > 256 ? 256 : divisor < -256 ? -256 : divisor;
+    divideByReciprocal<T>(dst, src, count, reciprocalRoundedUp<float>(clamped));
+  } else if constexpr (sizeof(T) == 4) {
+    divideByReciprocal<T>(dst, src, count, reciprocalRoundedUp<double>(divisor));
+  } else if constexpr (std::is_signed_v<T>) {
+    divideSigned64(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, divisor);
   } else {
     const uint64_t magnitude =
         divisor < 0 ? uint64_t(0) - static_cast<uint64_t>(divisor) : static_cast<uint64_t>(divisor);
-    const bool negate = divisor < 0;
-    mapNative<T>(dst, src, count, [magnitude, negate](T v) {
-      const uint64_t q = static_cast<uint64_t>(v) / magnitude;
-      return static_cast<T>(negate ? uint64_t(0) - q : q);
-    });
+    divideUnsigned64(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), count,
+                     magnitude, divisor < 0);
   }
 }
 

@@ -23,6 +23,11 @@ constexpr std::array kVariables = {
            "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
+    EnvVar{"WEFT_SHM_DISABLE", "0",
+           "1: no shared-memory collectives; ranks on one host use the network transport"},
+    EnvVar{"WEFT_SHM_MODE", "auto",
+           "how shared-memory collectives reach peers' buffers: auto (direct when mapped, else "
+           "CMA, else staged), staged (always through the segment) or cma"},
     EnvVar{"WEFT_UNIQUE_ID", "(set by weftrun)",
            "the job's unique id, hex: weftCommInitFromEnv joins the communicator it names"},
     EnvVar{"WEFT_RANK", "(set by weftrun)", "this process's rank, for weftCommInitFromEnv"},
@@ -103,6 +108,13 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
   if (const char* v = get("WEFT_SOCKET_IFNAME"); v && *v) env.socketIfname = v;
   if (const char* v = get("WEFT_CHUNK_BYTES"); v && *v)
     env.chunkBytes = parseInteger("WEFT_CHUNK_BYTES", v, 256, int64_t{1} << 40);
+  if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)
+    env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
+  if (const char* v = get("WEFT_SHM_MODE"); v && *v) {
+    env.shmMode = v;
+    if (env.shmMode != "auto" && env.shmMode != "staged" && env.shmMode != "cma")
+      fail(weftInvalidArgument, "WEFT_SHM_MODE='{}': expected auto, staged or cma", v);
+  }
   return env;
 }
 

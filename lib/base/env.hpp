@@ -32,6 +32,8 @@ struct Env {
   int64_t timeoutMs = 300000;   // deadline of every wait
   std::string socketIfname;     // empty: first interface that is up, not loopback, else loopback
   int64_t chunkBytes = 0;       // 0: the tuner decides
+  bool shmDisable = false;      // no native shared-memory collectives
+  std::string shmMode = "auto"; // auto | staged | cma: how shared-memory collectives move data
 };
 
 // One row of the table of variables (README.md lists the same rows; a test checks).

@@ -1,10 +1,16 @@
 #include "lib/comm/comm.hpp"
 
+#include <algorithm>
 #include <new>
 
+#include "algorithms/shm/shm_collectives.hpp"
+#include "lib/base/env.hpp"
 #include "lib/base/log.hpp"
+#include "lib/base/process_watch.hpp"
 #include "lib/bootstrap/bootstrap.hpp"
 #include "lib/bootstrap/unique_id.hpp"
+#include "transports/shm/memory.hpp"
+#include "transports/shm/segment.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
 namespace weft {
@@ -60,9 +66,74 @@ std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank
   std::unique_ptr<Transport> transport = createUcxTransport(*bootstrap, options);
   auto comm = std::make_shared<Comm>(rank, nranks, config, std::move(transport),
                                      std::move(bootstrap), std::move(abortFlag));
-  WEFT_INFO(kSubsysInit, "{}: ready; {} of {} rank(s) on this host; transport {}", comm->label(),
-            comm->localSize(), nranks, comm->transport().name());
+  comm->setUpSharedMemory(deadline);
+  WEFT_INFO(kSubsysInit, "{}: ready; {} of {} rank(s) on this host; transport {}; {}",
+            comm->label(), comm->localSize(), nranks, comm->transport().name(),
+            comm->shm() ? "shared-memory collectives" : "no shared-memory collectives");
   return comm;
+}
+
+// Native shared-memory collectives when every rank is on this host. Collective over the
+// bootstrap: every rank takes the same branch (the host identities are the same everywhere).
+void Comm::setUpSharedMemory(Deadline deadline) {
+  const Env& e = env();
+  if (nranks_ == 1 || localSize_ != nranks_ || e.shmDisable) return;
+  LocalGroup group;
+  for (int r = 0; r < nranks_; ++r) {
+    group.ranks.push_back(r);
+    group.pids.push_back(static_cast<pid_t>(bootstrap_->rankInfo(r).pid));
+  }
+  group.me = rank_;
+  group.oneProcess = std::all_of(group.pids.begin(), group.pids.end(),
+                                 [&](pid_t p) { return p == group.pids.front(); });
+  const SegmentGeometry geometry =
+      SegmentGeometry::make(nranks_, defaultSlotBytes(nranks_), 0);
+  segment_ = ShmSegment::create(*bootstrap_, group, toHex(bootstrap_->commId()), geometry,
+                                deadline);
+  const ShmMode mode = e.shmMode == "staged" ? ShmMode::Staged
+                       : e.shmMode == "cma"  ? ShmMode::Cma
+                                             : ShmMode::Auto;
+  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode);
+  localRanks_ = group.ranks;
+  if (!group.oneProcess) {
+    localPeers_ = std::make_unique<ProcessWatch>();
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_) localPeers_->add(r, group.pids[r]);
+  }
+  shm_->setUp(shmWait("shared-memory set-up"));
+  if (mode == ShmMode::Cma && !shm_->cmaWorks())
+    fail(weftSystemError, "{}: WEFT_SHM_MODE=cma, but the kernel refuses CMA between these "
+         "processes (ptrace_scope?)", label_);
+}
+
+WaitContext Comm::shmWait(const std::string& what) {
+  WaitContext w;
+  w.deadline = deadline();
+  w.timeoutMs = config_.timeoutMs;
+  w.abortFlag = abortFlag();
+  w.what = fmt::format("{}: {}", label_, what);
+  if (localPeers_) w.checkPeers = [this] { checkLocalPeers(); };
+  return w;
+}
+
+void Comm::noteChoice(Collective collective, const char* how) {
+  const char*& last = lastChoice_[static_cast<int>(collective)];
+  if (last == how) return;
+  last = how;
+  WEFT_INFO(kSubsysTune, "{}: {} runs as {}", label_, collectiveName(collective), how);
+}
+
+void Comm::checkLocalPeers() {
+  std::vector<int> exited;
+  {
+    std::lock_guard lock(watchMutex_);
+    localPeers_->poll(exited);
+  }
+  if (exited.size() == 1)
+    fail(weftRemoteError, "{}: rank {} exited (its process is gone)", label_, exited.front());
+  if (!exited.empty())
+    fail(weftRemoteError, "{}: ranks {} exited (their processes are gone)", label_,
+         fmt::join(exited, ", "));
 }
 
 Comm::Reservation Comm::reserve(uint64_t collectives) {
@@ -147,7 +218,16 @@ void Comm::abort() {
 uint8_t* Comm::scratch(size_t bytes) {
   if (bytes > scratchBytes_) {
     const size_t size = std::max(bytes, scratchBytes_ * 2);
-    scratch_ = {static_cast<uint8_t*>(::operator new[](size, std::align_val_t{64})), &freeAligned};
+    scratch_.reset();
+    if (shm_) {
+      // Shareable, so that inputs scaled into scratch (average, pre-multiplied sum) can still
+      // be read in place by the peers when the caller's buffers can.
+      scratch_ = {static_cast<uint8_t*>(SharedRegions::instance().allocate(size)),
+                  [](uint8_t* p) { SharedRegions::instance().release(p); }};
+    } else {
+      scratch_ = {static_cast<uint8_t*>(::operator new[](size, std::align_val_t{64})),
+                  &freeAligned};
+    }
     scratchBytes_ = size;
   }
   return scratch_.get();

@@ -30,6 +30,10 @@
 namespace weft {
 
 class Bootstrap;
+class ShmCollectives;
+class ShmSegment;
+class ProcessWatch;
+struct WaitContext;
 
 class Comm {
  public:
@@ -94,6 +98,14 @@ class Comm {
   // At least `bytes` of 64-byte aligned scratch, valid until the next call.
   uint8_t* scratch(size_t bytes);
   RedOpTable& redOps() { return redOps_; }
+  // Native shared-memory collectives: set when every rank shares this host and they are not
+  // disabled (WEFT_SHM_DISABLE); null otherwise.
+  ShmCollectives* shm() { return shm_.get(); }
+  // What a shared-memory wait of the operation `what` watches: the deadline, abort, and the
+  // processes of the other local ranks (a dead one is weftRemoteError naming it).
+  WaitContext shmWait(const std::string& what);
+  // Logs at INFO the first time a collective runs with `how`, and when that changes.
+  void noteChoice(Collective collective, const char* how);
   TunerOverrides& overrides() { return overrides_; }
 
   // Collective teardown: waits for issued operations, passes a barrier with every rank, closes
@@ -103,6 +115,8 @@ class Comm {
 
  private:
   void closeTransport(Deadline deadline);
+  void setUpSharedMemory(Deadline deadline);
+  void checkLocalPeers();
 
   const int rank_, nranks_;
   int localRank_ = 0, localSize_ = 1;
@@ -132,6 +146,12 @@ class Comm {
   size_t scratchBytes_ = 0;
   RedOpTable redOps_;
   TunerOverrides overrides_;
+  std::unique_ptr<ShmSegment> segment_;
+  std::unique_ptr<ShmCollectives> shm_;
+  std::unique_ptr<ProcessWatch> localPeers_;
+  std::vector<int> localRanks_;  // global ranks on this host
+  std::mutex watchMutex_;
+  std::array<const char*, kNumCollectives> lastChoice_{};
 };
 
 }  // namespace weft

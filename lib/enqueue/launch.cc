@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+
+#include <thread>
 
 #include "algorithms/executor.hpp"
+#include "algorithms/shm/shm_collectives.hpp"
 #include "algorithms/reduce/datatype.hpp"
 #include "lib/base/log.hpp"
 #include "lib/comm/comm.hpp"
@@ -147,9 +151,15 @@ struct PostDivide {
   int divisor;
 };
 
+struct NativeItem {
+  NativeCall call;
+  std::string name;
+};
+
 struct Prepared {
   std::vector<std::shared_ptr<const Schedule>> schedules;  // kept alive while running
-  std::unique_ptr<Execution> execution;
+  std::unique_ptr<Execution> execution;                    // sends, receives, schedules
+  std::vector<NativeItem> natives;                         // then these, in order
   std::vector<PostDivide> posts;
 };
 
@@ -159,6 +169,7 @@ Prepared prepare(Task& task) {
   Prepared prepared;
   struct Item {
     Work work;
+    bool native = false;
     uint64_t scratchOffset = 0;
     ReductionPlan reduction;
     uint64_t prescaleOffset = 0, prescaleElements = 0;
@@ -208,7 +219,17 @@ Prepared prepare(Task& task) {
           shape.inPlace = false;
         }
       }
-      const TunerChoice choice = choose(op.collective, n, bytes, comm.overrides());
+      const bool nativeAvailable = comm.shm() && ShmCollectives::serves(op.collective);
+      const TunerChoice choice = choose(op.collective, n, bytes, comm.overrides(), nativeAvailable);
+      if (!choice.algorithm) {
+        comm.noteChoice(op.collective, "shared memory (native)");
+        item.native = true;
+        w.name = fmt::format("{} #{}", describe(op), p.seq);
+        if (item.prescaleElements) item.prescaleOffset = take(item.prescaleElements * es);
+        items.push_back(std::move(item));
+        continue;
+      }
+      comm.noteChoice(op.collective, choice.algorithm->name);
       shape.chunkBytes = choice.chunkBytes;
       schedule = comm.schedules().get(*choice.algorithm, shape);
       if (schedule->maxTag >= (uint32_t{1} << kMessageBits))
@@ -228,9 +249,10 @@ Prepared prepare(Task& task) {
 
   uint8_t* scratch = comm.scratch(scratchTotal);
   std::vector<Work> works;
-  for (Item& item : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    Item& item = items[i];
     Work& w = item.work;
-    const Operation& op = task.ops[works.size()].op;
+    const Operation& op = task.ops[i].op;
     w.buffers.scratch = scratch + item.scratchOffset;
     if (item.prescaleElements) {
       uint8_t* scaled = scratch + item.prescaleOffset;
@@ -244,6 +266,19 @@ Prepared prepare(Task& task) {
         prepared.posts.push_back(
             {op.recvbuff, resultElements, op.datatype, item.reduction.postDivide});
     }
+    if (item.native) {
+      NativeCall call;
+      call.collective = op.collective;
+      call.sendbuff = w.buffers.send;
+      call.recvbuff = op.recvbuff;
+      call.count = op.count;
+      call.elemSize = w.elemSize;
+      call.reduce = w.reduce;
+      call.root = op.root;
+      call.inPlace = w.buffers.send == op.sendbuff && isInPlace(op, rank, n);
+      prepared.natives.push_back({call, std::move(w.name)});
+      continue;
+    }
     works.push_back(std::move(w));
   }
   ExecutionContext context;
@@ -255,7 +290,39 @@ Prepared prepare(Task& task) {
   return prepared;
 }
 
+bool hasCollectives(const Task& t) {
+  return std::any_of(t.ops.begin(), t.ops.end(), [](const PlannedOp& p) {
+    return p.op.collective != Collective::Send && p.op.collective != Collective::Recv;
+  });
+}
+
+void runTasks(std::vector<Task>& tasks);
+
+// Native shared-memory collectives block until their peers arrive, so one thread cannot drive
+// several ranks through them in turn: each communicator's task gets a thread of its own.
+void runTasksInThreads(std::vector<Task>& tasks) {
+  std::vector<std::optional<Error>> errors(tasks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    threads.emplace_back([&, i] {
+      std::vector<Task> one;
+      one.push_back(std::move(tasks[i]));
+      try {
+        runTasks(one);
+      } catch (const Error& e) {
+        errors[i] = e;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) throw *e;
+}
+
 void runTasks(std::vector<Task>& tasks) {
+  if (tasks.size() > 1 && std::any_of(tasks.begin(), tasks.end(), [](const Task& t) {
+        return t.comm->shm() && hasCollectives(t);
+      }))
+    return runTasksInThreads(tasks);
   size_t held = 0;  // tasks[0, held) hold their turn
   try {
     for (; held < tasks.size(); ++held)
@@ -268,6 +335,11 @@ void runTasks(std::vector<Task>& tasks) {
       executions.push_back(prepared.back().execution.get());
     }
     runToCompletion(executions);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      Comm& comm = *tasks[i].comm;
+      for (const NativeItem& native : prepared[i].natives)
+        comm.shm()->run(native.call, comm.shmWait(native.name));
+    }
     for (const Prepared& p : prepared)
       for (const PostDivide& d : p.posts)
         divide(d.buffer, d.buffer, d.count, d.datatype, d.divisor);

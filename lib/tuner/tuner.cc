@@ -8,10 +8,11 @@
 namespace weft {
 
 TunerChoice choose(Collective collective, int nranks, uint64_t bytes,
-                   const TunerOverrides& overrides) {
+                   const TunerOverrides& overrides, bool nativeAvailable) {
   (void)nranks;
   TunerChoice choice;
   choice.algorithm = overrides.algorithm[static_cast<int>(collective)];
+  if (!choice.algorithm && nativeAvailable) return choice;
   if (!choice.algorithm) {
     for (const Algorithm& a : algorithmRegistry()) {
       if (a.serves(collective)) {

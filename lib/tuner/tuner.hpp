@@ -1,6 +1,7 @@
-// The tuner: which algorithm, and which pipeline chunk size, a collective runs with. For now the
-// registry's first algorithm for the collective and a fixed chunk size; the cost model replaces
-// this (issue "algorithm library and tuner").
+// The tuner: which algorithm, and which pipeline chunk size, a collective runs with. For now:
+// the native shared-memory collective when every rank shares the host, else the registry's
+// first algorithm for the collective, with a fixed chunk size; the cost model replaces this
+// (issue "algorithm library and tuner").
 #pragma once
 
 #include <array>
@@ -17,7 +18,7 @@ struct TunerOverrides {
 };
 
 struct TunerChoice {
-  const Algorithm* algorithm = nullptr;
+  const Algorithm* algorithm = nullptr;  // null: the native shared-memory collective
   uint64_t chunkBytes = 0;
 };
 
@@ -26,7 +27,9 @@ inline constexpr uint64_t kDefaultChunkBytes = uint64_t{512} << 10;
 // large enough that no schedule comes near it.
 inline constexpr uint64_t kMaxChunksPerBuffer = uint64_t{1} << 20;
 
+// `nativeAvailable`: every rank shares this host and the native shared-memory collectives
+// serve this collective; they win unless an algorithm is forced.
 TunerChoice choose(Collective collective, int nranks, uint64_t bytes,
-                   const TunerOverrides& overrides);
+                   const TunerOverrides& overrides, bool nativeAvailable);
 
 }  // namespace weft

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "include/weft.h"
 #include "support/reference.hpp"
 
 namespace weft::testing {
@@ -89,15 +91,52 @@ struct CaseInputs {
   }
 };
 
-// One rank's buffers for a case. Memory is reused between cases (fresh allocations would make
-// page faults the main cost of the tests).
+// Memory for test buffers: a plain heap vector, or memory from weftMemAlloc (which peers map:
+// the zero-copy path), grown as needed and reused from case to case (fresh allocations would
+// make page faults the main cost of the tests).
+class TestMemory {
+ public:
+  explicit TestMemory(bool shared = false) : shared_(shared) {}
+  TestMemory(const TestMemory&) = delete;
+  TestMemory& operator=(const TestMemory&) = delete;
+  ~TestMemory() {
+    if (shared_ && base_) weftMemFree(base_);
+  }
+  uint8_t* get(size_t bytes) {
+    if (!shared_) {
+      heap_.resize(std::max<size_t>(bytes, 1));
+      return heap_.data();
+    }
+    if (bytes > capacity_) {
+      if (base_) weftMemFree(base_);
+      capacity_ = std::max<size_t>(bytes, 2 * capacity_);
+      void* p = nullptr;
+      if (weftMemAlloc(&p, capacity_) != weftSuccess) throw std::bad_alloc();
+      base_ = static_cast<uint8_t*>(p);
+    }
+    return base_;
+  }
+
+ private:
+  bool shared_;
+  std::vector<uint8_t> heap_;
+  uint8_t* base_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// One rank's buffers for a case. `shift` places them one element past an aligned address
+// (buffers at arbitrary element offsets, as users' are).
 class RankBuffers {
  public:
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
 
-  void prepare(const CaseShape& s, int r, bool inPlace, const CaseInputs& inputs) {
+  explicit RankBuffers(bool sharedMemory = false) : a_(sharedMemory), b_(sharedMemory) {}
+
+  void prepare(const CaseShape& s, int r, bool inPlace, const CaseInputs& inputs,
+               bool shift = false) {
     const size_t es = datatypeSize(s.type);
+    const size_t skew = shift ? es : 0;
     const uint64_t sendN = sendCount(s, r), recvN = recvCount(s, r);
     const uint8_t* input = inputs.encoded[r].data();
     if (inPlace && sendN > 0 && recvN > 0) {
@@ -107,16 +146,20 @@ class RankBuffers {
         offset = uint64_t(r) * s.count;
       if (s.collective == Collective::Gather || s.collective == Collective::Scatter)
         offset = uint64_t(s.root) * s.count;
-      a_.assign(std::max(sendN, recvN) * es, 0xEE);
-      uint8_t* sendAt = sendN >= recvN ? a_.data() : a_.data() + offset * es;
+      const size_t bytes = std::max(sendN, recvN) * es;
+      uint8_t* base = a_.get(bytes + skew) + skew;
+      std::memset(base, 0xEE, bytes);
+      uint8_t* sendAt = sendN >= recvN ? base : base + offset * es;
       std::memcpy(sendAt, input, sendN * es);
       sendbuff = sendAt;
-      recvbuff = sendN >= recvN ? a_.data() + offset * es : a_.data();
+      recvbuff = sendN >= recvN ? base + offset * es : base;
     } else {
-      a_.assign(input, input + sendN * es);
-      b_.assign(recvN * es, 0xEE);
-      sendbuff = sendN ? a_.data() : nullptr;
-      recvbuff = recvN ? b_.data() : nullptr;
+      uint8_t* send = a_.get(sendN * es + skew) + skew;
+      uint8_t* recv = b_.get(recvN * es + skew) + skew;
+      std::memcpy(send, input, sendN * es);
+      std::memset(recv, 0xEE, recvN * es);
+      sendbuff = sendN ? send : nullptr;
+      recvbuff = recvN ? recv : nullptr;
     }
   }
 
@@ -171,7 +214,7 @@ class RankBuffers {
   }
 
  private:
-  std::vector<uint8_t> a_, b_;
+  TestMemory a_, b_;
 };
 
 inline std::string describeCase(const CaseShape& s, bool inPlace) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "transports/transport.hpp"
-#include "transports/ucx/process_watch.hpp"
+#include "lib/base/process_watch.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
 namespace weft::ucx {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "include/weft.h"
-#include "support/collective_case.hpp"
+#include "support/issue.hpp"
 
 using namespace weft;
 using namespace weft::testing;
@@ -18,10 +18,6 @@ namespace {
 
 const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 65537};
 constexpr uint64_t kMaxCount = 65537;
-const Collective kCollectives[] = {Collective::AllReduce, Collective::Broadcast,
-                                   Collective::Reduce,    Collective::AllGather,
-                                   Collective::ReduceScatter, Collective::AlltoAll,
-                                   Collective::Gather,    Collective::Scatter};
 
 int failures = 0;
 
@@ -36,26 +32,16 @@ bool ok(weftResult_t result, weftComm_t comm, int rank, const std::string& what)
   return false;
 }
 
-weftResult_t issue(const CaseShape& s, const RankBuffers& b, weftRedOp_t op, weftComm_t comm,
-                   weftStream_t stream) {
-  const auto t = s.type;
-  const size_t c = s.count;
-  switch (s.collective) {
-    case Collective::AllReduce: return weftAllReduce(b.sendbuff, b.recvbuff, c, t, op, comm, stream);
-    case Collective::Broadcast: return weftBroadcast(b.sendbuff, b.recvbuff, c, t, s.root, comm, stream);
-    case Collective::Reduce: return weftReduce(b.sendbuff, b.recvbuff, c, t, op, s.root, comm, stream);
-    case Collective::AllGather: return weftAllGather(b.sendbuff, b.recvbuff, c, t, comm, stream);
-    case Collective::ReduceScatter: return weftReduceScatter(b.sendbuff, b.recvbuff, c, t, op, comm, stream);
-    case Collective::AlltoAll: return weftAlltoAll(b.sendbuff, b.recvbuff, c, t, comm, stream);
-    case Collective::Gather: return weftGather(b.sendbuff, b.recvbuff, c, t, s.root, comm, stream);
-    case Collective::Scatter: return weftScatter(b.sendbuff, b.recvbuff, c, t, s.root, comm, stream);
-    default: return weftInternalError;
-  }
+// WEFT_TEST_MEMALLOC=1: buffers from weftMemAlloc (the zero-copy path between processes).
+bool sharedBuffers() {
+  const char* v = std::getenv("WEFT_TEST_MEMALLOC");
+  return v && std::string(v) == "1";
 }
 
 void everyCase(weftComm_t comm, int rank, int n) {
-  RankBuffers buffers;
-  for (Collective coll : kCollectives)
+  RankBuffers buffers(sharedBuffers());
+  bool shift = false;  // every other case at an element offset from an aligned address
+  for (Collective coll : kAllCollectives)
     for (weftDataType_t type : kAllTypes)
       for (int op : kAllOps) {
         if (!reduces(coll) && op != weftSum) continue;
@@ -63,17 +49,13 @@ void everyCase(weftComm_t comm, int rank, int n) {
         const CaseInputs inputs(shape, kMaxCount);
         weftRedOp_t redop = static_cast<weftRedOp_t>(op);
         if (op == kPreMulSum && reduces(coll)) {
-          std::array<uint8_t, 8> scalar{};
-          encode(type, premulScalar(type), scalar.data());
-          if (!ok(weftRedOpCreatePreMulSum(&redop, scalar.data(), type, weftScalarHostImmediate,
-                                           comm),
-                  comm, rank, "weftRedOpCreatePreMulSum"))
+          if (!ok(createPreMulSum(type, comm, &redop), comm, rank, "weftRedOpCreatePreMulSum"))
             return;
         }
         for (uint64_t count : kCounts)
           for (bool inPlace : {false, true}) {
             shape.count = count;
-            buffers.prepare(shape, rank, inPlace, inputs);
+            buffers.prepare(shape, rank, inPlace, inputs, shift = !shift);
             if (!ok(issue(shape, buffers, redop, comm, nullptr), comm, rank,
                     describeCase(shape, inPlace)))
               return;  // the communicator is unusable after a failure

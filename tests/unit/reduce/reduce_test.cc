@@ -584,6 +584,139 @@ TEST_CASE(
   CHECK(div1(uint64_t{UINT64_MAX}, weftUint64, INT_MIN) == uint64_t{0} - ((uint64_t{1} << 33) - 1));
 }
 
+namespace {
+
+// Plain C++ division with the two cases reduce.hpp defines where C++ does not: MIN / -1 wraps to
+// MIN, and an unsigned value divided by a negative divisor is the negated quotient of the
+// magnitudes, wrapped.
+template <class T>
+T plainQuotient(T v, int d) {
+  if constexpr (std::is_signed_v<T>) {
+    if (d == -1) return v == std::numeric_limits<T>::min() ? v : static_cast<T>(-v);
+    if constexpr (sizeof(T) < sizeof(int)) return static_cast<T>(v / d);
+    return static_cast<T>(v / static_cast<T>(d));
+  } else {
+    const uint64_t magnitude = d < 0 ? uint64_t(0) - uint64_t(int64_t{d}) : uint64_t(d);
+    const auto q = static_cast<T>(v / magnitude);
+    return d < 0 ? static_cast<T>(T(0) - q) : q;
+  }
+}
+
+// Divides `values` (laid out one element past an unaligned start, so vector loops and their
+// tails both run) by `divisor`, in place and out of place, and compares with plainQuotient.
+template <class T>
+void checkDivide(weftDataType_t type, const std::vector<T>& values, int divisor, Mismatches& bad) {
+  std::vector<T> in(values.size() + 2, T(0x5a)), out(values.size() + 2, T(0x5a));
+  for (size_t i = 0; i < values.size(); ++i) in[i + 1] = values[i];
+  divide(out.data() + 1, in.data() + 1, values.size(), type, divisor);
+  divide(in.data() + 1, in.data() + 1, values.size(), type, divisor);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const T want = plainQuotient(values[i], divisor);
+    for (const T got : {out[i + 1], in[i + 1]}) {
+      if (got != want) {
+        bad.add(std::string(datatypeName(type)) + ": " + std::to_string(+values[i]) + " / " +
+                std::to_string(divisor) + " gave " + std::to_string(+got) + ", expected " +
+                std::to_string(+want));
+      }
+    }
+  }
+  if (out.front() != T(0x5a) || out.back() != T(0x5a) || in.front() != T(0x5a) ||
+      in.back() != T(0x5a)) {
+    bad.add(std::string(datatypeName(type)) + ": divide wrote outside its range");
+  }
+}
+
+// Divisors where a fast division would go wrong if it could: powers of two and their
+// neighbours, the extremes of int, and 2^24 (where float stops holding every integer).
+std::vector<int> edgeDivisors() {
+  std::vector<int> d = {INT_MAX, INT_MIN, INT_MIN + 1, (1 << 24) - 1, 1 << 24, (1 << 24) + 1};
+  for (int k = 1; k < 31; ++k) {
+    for (int delta : {-1, 0, 1}) {
+      d.push_back((1 << k) + delta);
+      d.push_back(-((1 << k) + delta));
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("divide of 8-bit integers matches C++ division for every value and divisor +-1..257") {
+  std::vector<int> divisors;
+  for (int d = 1; d <= 257; ++d) {
+    divisors.push_back(d);
+    divisors.push_back(-d);
+  }
+  for (int d : edgeDivisors()) divisors.push_back(d);
+  std::vector<int8_t> signedValues;
+  std::vector<uint8_t> unsignedValues;
+  for (int v = 0; v < 256; ++v) {
+    signedValues.push_back(static_cast<int8_t>(v));
+    unsignedValues.push_back(static_cast<uint8_t>(v));
+  }
+  Mismatches bad;
+  for (int d : divisors) {
+    checkDivide(weftInt8, signedValues, d, bad);
+    checkDivide(weftUint8, unsignedValues, d, bad);
+  }
+  CHECK(bad.count == 0);
+}
+
+TEST_CASE(
+    "divide of 32- and 64-bit integers matches C++ division for random values, extremes, exact "
+    "multiples of the divisor and their neighbours") {
+  Rng rng(11);
+  // Divisors of every magnitude 2^0..2^31, both signs, plus the edge cases.
+  std::vector<int> divisors = edgeDivisors();
+  for (int i = 0; i < 300; ++i) {
+    const int bits = static_cast<int>(rng() % 31) + 1;
+    const auto magnitude = static_cast<int>(rng() & ((uint64_t{1} << bits) - 1));
+    if (magnitude != 0) divisors.push_back((rng() & 1) ? -magnitude : magnitude);
+  }
+  // Values: the extremes and their neighbours, small numbers, and random values of every width.
+  auto values = [&rng]<class T>(T) {
+    using L = std::numeric_limits<T>;
+    std::vector<T> v = {
+        L::min(), T(L::min() + 1), L::max(), T(L::max() - 1), T(0), T(1), T(-1), T(2), T(-2)};
+    for (int i = 0; i < 1500; ++i) {
+      using U = std::make_unsigned_t<T>;
+      const int bits = static_cast<int>(rng() % (8 * sizeof(T))) + 1;
+      const auto magnitude = static_cast<U>(rng() >> (64 - bits));
+      v.push_back(static_cast<T>((rng() & 1) ? U(U(0) - magnitude) : magnitude));
+    }
+    return v;
+  };
+  // Plus, per divisor, exact multiples q*d and their neighbours q*d +- 1, q random and the
+  // largest: where a quotient computed through a reciprocal would be off by one if it could.
+  auto withMultiples = [&rng]<class T>(std::vector<T> v, int d) {
+    using L = std::numeric_limits<T>;
+    const __int128 magnitude = d < 0 ? -static_cast<__int128>(d) : d;
+    const __int128 qMax = static_cast<__int128>(L::max()) / magnitude;
+    for (int i = 0; i <= 40; ++i) {
+      __int128 q =
+          i == 0 || qMax == 0 ? qMax : static_cast<__int128>(rng() % static_cast<uint64_t>(qMax));
+      if (std::is_signed_v<T> && (rng() & 1)) q = -q;
+      for (int delta : {-1, 0, 1}) {
+        const __int128 x = q * magnitude + delta;
+        if (x >= L::min() && x <= L::max()) v.push_back(static_cast<T>(x));
+      }
+    }
+    return v;
+  };
+  const auto i32 = values(int32_t{});
+  const auto u32 = values(uint32_t{});
+  const auto i64 = values(int64_t{});
+  const auto u64 = values(uint64_t{});
+  Mismatches bad;
+  for (int d : divisors) {
+    checkDivide(weftInt32, withMultiples(i32, d), d, bad);
+    checkDivide(weftUint32, withMultiples(u32, d), d, bad);
+    checkDivide(weftInt64, withMultiples(i64, d), d, bad);
+    checkDivide(weftUint64, withMultiples(u64, d), d, bad);
+  }
+  CHECK(bad.count == 0);
+}
+
 TEST_CASE("scale, divide and reciprocal write nothing for datatypes -1 and 12") {
   for (int value : {-1, 12}) {
     INFO(value);

@@ -1,14 +1,14 @@
-// Notices when a peer process on this host exits, for peers whose UCX endpoints run without UCX
-// error handling (UCX 1.13's shared-memory transports have none: see README.md). Uses a pidfd
-// per process, which becomes readable when the process exits; poll() costs one system call for
-// all watched processes, so the transport calls it every few milliseconds, not per progress.
+// Notices when a peer process on this host exits: for transports whose same-host channels have
+// no failure detection of their own (UCX 1.13's shared-memory transports; weft's shm segment).
+// Uses a pidfd per process, which becomes readable when the process exits; poll() costs one
+// system call for all watched processes, so callers poll every few milliseconds, not per step.
 #pragma once
 
 #include <sys/types.h>
 
 #include <vector>
 
-namespace weft::ucx {
+namespace weft {
 
 class ProcessWatch {
  public:
@@ -41,4 +41,4 @@ class ProcessWatch {
   std::vector<Entry> entries_;
 };
 
-}  // namespace weft::ucx
+}  // namespace weft

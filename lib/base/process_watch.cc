@@ -1,4 +1,4 @@
-#include "transports/ucx/process_watch.hpp"
+#include "lib/base/process_watch.hpp"
 
 #include <poll.h>
 #include <sys/syscall.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-namespace weft::ucx {
+namespace weft {
 namespace {
 
 int pidfdOpen(pid_t pid) {
@@ -74,4 +74,4 @@ void ProcessWatch::clear() {
   entries_.clear();
 }
 
-}  // namespace weft::ucx
+}  // namespace weft

@@ -1,0 +1,141 @@
+// Allreduce on shared memory.
+// - one-shot (small): every rank stages its input, then reduces all staged copies in rank
+//   order, so every rank computes the same bits;
+// - staged (large, buffers peers cannot read): per cache-sized chunk, every rank stages its
+//   input; rank r reduces slice r of the chunk from every slot into its own slot (the owner of a
+//   slice is the only one to compute it, so all ranks end with the same bits); then every rank
+//   copies every slice into its output;
+// - peer read (large, direct or CMA): rank r reduces slice r of the whole buffer straight from
+//   the peers' inputs into its output, then copies the other slices from the peers' outputs.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/partition.hpp"
+#include "algorithms/shm/shm_collectives.hpp"
+
+namespace weft {
+
+void ShmCollectives::allReduce(const NativeCall& call) {
+  if (call.count * call.elemSize <= kOneShotBytes || n() == 1) return allReduceOneShot(call);
+  const Path path = choosePath(call);
+  if (path == Path::Staged) return allReduceStaged(call);
+  allReducePeerRead(call, path);
+}
+
+void ShmCollectives::allReduceOneShot(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const uint64_t perChunk = segment_.geometry().slotBytes / es;
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  const auto* in = static_cast<const uint8_t*>(call.sendbuff);
+  if (n() == 1) {
+    if (in != out) std::memmove(out, in, call.count * es);
+    return;
+  }
+  for (uint64_t at = 0; at < call.count; at += perChunk) {
+    const uint64_t len = std::min(perChunk, call.count - at);
+    const int s = claimSlot();
+    std::memcpy(slot(me(), s), in + at * es, len * es);
+    arrive();
+    const uint32_t ready = phase_;
+    uint8_t* dst = out + at * es;
+    waitPeer(0, ready);
+    waitPeer(1, ready);
+    call.reduce(dst, slot(0, s), slot(1, s), len);
+    for (int q = 2; q < n(); ++q) {
+      waitPeer(q, ready);
+      call.reduce(dst, dst, slot(q, s), len);
+    }
+    arrive();
+    releaseSlot(s);
+  }
+}
+
+void ShmCollectives::allReduceStaged(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const uint64_t perChunk = segment_.geometry().slotBytes / es;
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  const auto* in = static_cast<const uint8_t*>(call.sendbuff);
+  for (uint64_t at = 0; at < call.count; at += perChunk) {
+    const uint64_t len = std::min(perChunk, call.count - at);
+    const int s = claimSlot();
+    // Stage only what the peers need: every slice but my own.
+    uint8_t* staging = slot(me(), s);
+    for (int q = 0; q < n(); ++q) {
+      if (q == me()) continue;
+      const Range r = blockRange(len, n(), q);
+      std::memcpy(staging + r.offset * es, in + (at + r.offset) * es, r.count * es);
+    }
+    arrive();
+    const uint32_t ready = phase_;
+    // My slice: my input plus every peer's staged copy, straight into my output; then into my
+    // slot for the peers. In place, my input slice is read before it is overwritten.
+    const Range mine = blockRange(len, n(), me());
+    uint8_t* acc = out + (at + mine.offset) * es;
+    const uint8_t* own = in + (at + mine.offset) * es;
+    bool first = true;
+    for (int k = 1; k < n(); ++k) {
+      const int q = (me() + k) % n();
+      waitPeer(q, ready);
+      call.reduce(acc, first ? own : acc, slot(q, s) + mine.offset * es, mine.count);
+      first = false;
+    }
+    std::memcpy(staging + mine.offset * es, acc, mine.count * es);
+    arrive();
+    const uint32_t reduced = phase_;
+    for (int k = 1; k < n(); ++k) {
+      const int q = (me() + k) % n();
+      const Range theirs = blockRange(len, n(), q);
+      waitPeer(q, reduced);
+      std::memcpy(out + (at + theirs.offset) * es, slot(q, s) + theirs.offset * es,
+                  theirs.count * es);
+    }
+    arrive();
+    releaseSlot(s);
+  }
+}
+
+void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
+  const uint32_t es = call.elemSize;
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  const Range mine = blockRange(call.count, n(), me());
+  // Reduce my slice piece by piece, so the partial result stays in cache while every peer's
+  // contribution is added. In place, my own input is the output: start from it.
+  const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);
+  std::vector<uint8_t>& landing = landing_;
+  if (path == Path::Cma) landing.resize(piece * es);
+  for (uint64_t at = 0; at < mine.count; at += piece) {
+    const uint64_t len = std::min(piece, mine.count - at);
+    const uint64_t offset = (mine.offset + at) * es;
+    uint8_t* acc = out + offset;
+    const auto* own = static_cast<const uint8_t*>(call.sendbuff) + offset;
+    bool first = true;
+    for (int k = 1; k < n(); ++k) {
+      const int q = (me() + k) % n();
+      const uint8_t* theirs;
+      if (path == Path::Direct) {
+        theirs = view(q, Side::Send, offset);
+      } else {
+        copyFromPeer(path, q, Side::Send, offset, landing.data(), len * es);
+        theirs = landing.data();
+      }
+      call.reduce(acc, first ? own : acc, theirs, len);
+      first = false;
+    }
+  }
+  arrive();
+  const uint32_t reduced = phase_;
+  for (int k = 1; k < n(); ++k) {
+    const int q = (me() + k) % n();
+    const Range theirs = blockRange(call.count, n(), q);
+    // Only once q has finished reading its slice from my input may I overwrite it (in place).
+    waitPeer(q, reduced);
+    copyFromPeer(path, q, Side::Recv, theirs.offset * es, out + theirs.offset * es,
+                 theirs.count * es);
+  }
+  // Nobody may leave (and let its caller reuse its buffers) while a peer still reads them.
+  arrive();
+  waitAll(phase_);
+}
+
+}  // namespace weft

@@ -1,0 +1,137 @@
+// Broadcast, allgather, alltoall, gather and scatter on shared memory: every rank's output is
+// made of blocks of count elements taken from the peers' inputs. Staged: the ranks that own the
+// blocks copy them into their slots piece by piece and the others copy them out. Peer read
+// (direct or CMA): every rank takes its blocks straight from the owners' buffers.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/shm/shm_collectives.hpp"
+#include "lib/base/error.hpp"
+
+namespace weft {
+namespace {
+
+// One block of rank `to`'s output: `count` elements of rank `from`'s input at `fromBlock`
+// (in blocks of count), written at block `toBlock` of the output.
+struct Transfer {
+  int from;
+  uint64_t fromBlock;
+  uint64_t toBlock;
+};
+
+// The blocks rank r receives.
+std::vector<Transfer> transfersTo(Collective c, int r, int n, int root) {
+  std::vector<Transfer> t;
+  switch (c) {
+    case Collective::Broadcast: t.push_back({root, 0, 0}); break;
+    case Collective::AllGather:
+      for (int q = 0; q < n; ++q) t.push_back({q, 0, uint64_t(q)});
+      break;
+    case Collective::AlltoAll:
+      for (int q = 0; q < n; ++q) t.push_back({q, uint64_t(r), uint64_t(q)});
+      break;
+    case Collective::Gather:
+      if (r == root)
+        for (int q = 0; q < n; ++q) t.push_back({q, 0, uint64_t(q)});
+      break;
+    case Collective::Scatter: t.push_back({root, uint64_t(r), 0}); break;
+    default: break;
+  }
+  return t;
+}
+
+// The input blocks rank q holds for others (what it stages), in staging order.
+std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
+  std::vector<uint64_t> b;
+  switch (c) {
+    case Collective::Broadcast:
+      if (q == root) b.push_back(0);
+      break;
+    case Collective::AllGather:
+    case Collective::Gather: b.push_back(0); break;
+    case Collective::AlltoAll:
+      for (int k = 0; k < n; ++k) b.push_back(uint64_t(k));
+      break;
+    case Collective::Scatter:
+      if (q == root)
+        for (int k = 0; k < n; ++k) b.push_back(uint64_t(k));
+      break;
+    default: break;
+  }
+  return b;
+}
+
+}  // namespace
+
+void ShmCollectives::broadcast(const NativeCall& call) { movePeerReadOrStaged(call); }
+void ShmCollectives::allGather(const NativeCall& call) { movePeerReadOrStaged(call); }
+void ShmCollectives::gather(const NativeCall& call) { movePeerReadOrStaged(call); }
+void ShmCollectives::scatter(const NativeCall& call) { movePeerReadOrStaged(call); }
+void ShmCollectives::alltoAll(const NativeCall& call) { movePeerReadOrStaged(call); }
+
+void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
+  const uint64_t blockBytes = call.count * call.elemSize;
+  // In-place alltoall cannot read peers in place: a rank would overwrite what a peer reads.
+  const bool mayReadPeers = n() > 1 && blockBytes > kOneShotBytes &&
+                            !(call.collective == Collective::AlltoAll && call.inPlace);
+  const Path path = mayReadPeers ? choosePath(call) : Path::Staged;
+  if (path == Path::Staged)
+    moveStaged(call);
+  else
+    movePeerRead(call, path);
+}
+
+void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
+  const uint64_t blockBytes = call.count * call.elemSize;
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  for (const Transfer& t : transfersTo(call.collective, me(), n(), call.root))
+    copyFromPeer(path, t.from, Side::Send, t.fromBlock * blockBytes, out + t.toBlock * blockBytes,
+                 blockBytes);
+  arrive();
+  waitAll(phase_);  // owners keep their inputs until every reader is done
+}
+
+void ShmCollectives::moveStaged(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const std::vector<uint64_t> mine = blocksOf(call.collective, me(), n(), call.root);
+  const std::vector<Transfer> needs = transfersTo(call.collective, me(), n(), call.root);
+  // Pieces of each block small enough that a rank's staged blocks fit its slot.
+  size_t mostBlocks = 1;
+  for (int q = 0; q < n(); ++q)
+    mostBlocks = std::max(mostBlocks, blocksOf(call.collective, q, n(), call.root).size());
+  const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es / mostBlocks);
+  // Where each needed block sits in its owner's slot.
+  std::vector<size_t> slotIndex;
+  for (const Transfer& t : needs) {
+    const std::vector<uint64_t> theirs = blocksOf(call.collective, t.from, n(), call.root);
+    slotIndex.push_back(static_cast<size_t>(
+        std::find(theirs.begin(), theirs.end(), t.fromBlock) - theirs.begin()));
+  }
+  const auto* in = static_cast<const uint8_t*>(call.sendbuff);
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  const uint64_t count = call.count;
+  for (uint64_t at = 0; at < count; at += piece) {
+    const uint64_t len = std::min(piece, count - at);
+    const int s = claimSlot();
+    for (size_t i = 0; i < mine.size(); ++i)
+      std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
+    arrive();
+    const uint32_t ready = phase_;
+    for (size_t k = 0; k < needs.size(); ++k) {
+      const Transfer& t = needs[k];
+      uint8_t* dst = out + (t.toBlock * count + at) * es;
+      if (t.from == me()) {
+        const uint8_t* src = in + (t.fromBlock * count + at) * es;
+        if (src != dst) std::memmove(dst, src, len * es);
+        continue;
+      }
+      waitPeer(t.from, ready);
+      std::memcpy(dst, slot(t.from, s) + slotIndex[k] * piece * es, len * es);
+    }
+    arrive();
+    releaseSlot(s);
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,107 @@
+// Reduce-scatter and reduce on shared memory.
+// - reduce-scatter, staged: per piece, every rank stages that piece of all n blocks; rank r
+//   reduces block r's piece from every slot into its output. Peer read: rank r reduces block r
+//   straight from the peers' inputs.
+// - reduce, staged: per chunk, every rank stages its input; rank r reduces slice r of the chunk
+//   into its own slot; the root copies every slice out.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/partition.hpp"
+#include "algorithms/shm/shm_collectives.hpp"
+
+namespace weft {
+
+void ShmCollectives::reduceScatter(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const uint64_t count = call.count;
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  const auto* in = static_cast<const uint8_t*>(call.sendbuff);
+  const bool mayReadPeers = n() > 1 && count * es > kOneShotBytes;
+  const Path path = mayReadPeers ? choosePath(call) : Path::Staged;
+  if (path != Path::Staged) {
+    const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);
+    if (path == Path::Cma) landing_.resize(piece * es);
+    for (uint64_t at = 0; at < count; at += piece) {
+      const uint64_t len = std::min(piece, count - at);
+      const uint64_t offset = (uint64_t(me()) * count + at) * es;  // my block, in every input
+      uint8_t* acc = out + at * es;
+      bool first = true;
+      for (int k = 1; k < n(); ++k) {
+        const int q = (me() + k) % n();
+        const uint8_t* theirs;
+        if (path == Path::Direct) {
+          theirs = view(q, Side::Send, offset);
+        } else {
+          copyFromPeer(path, q, Side::Send, offset, landing_.data(), len * es);
+          theirs = landing_.data();
+        }
+        call.reduce(acc, first ? in + offset : acc, theirs, len);
+        first = false;
+      }
+    }
+    arrive();
+    waitAll(phase_);
+    return;
+  }
+  const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es / n());
+  for (uint64_t at = 0; at < count; at += piece) {
+    const uint64_t len = std::min(piece, count - at);
+    const int s = claimSlot();
+    for (int b = 0; b < n(); ++b)
+      std::memcpy(slot(me(), s) + b * piece * es, in + (uint64_t(b) * count + at) * es, len * es);
+    arrive();
+    const uint32_t ready = phase_;
+    uint8_t* dst = out + at * es;
+    const uint64_t mine = uint64_t(me()) * piece * es;
+    if (n() == 1) std::memcpy(dst, slot(me(), s) + mine, len * es);
+    for (int q = 0; q + 1 < n(); ++q) {
+      waitPeer(q, ready);
+      waitPeer(q + 1, ready);
+      call.reduce(dst, q == 0 ? slot(0, s) + mine : dst, slot(q + 1, s) + mine, len);
+    }
+    arrive();
+    releaseSlot(s);
+  }
+}
+
+void ShmCollectives::reduce(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const uint64_t perChunk = segment_.geometry().slotBytes / es;
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  const auto* in = static_cast<const uint8_t*>(call.sendbuff);
+  const bool root = me() == call.root;
+  if (n() == 1) {
+    if (in != out) std::memmove(out, in, call.count * es);
+    return;
+  }
+  for (uint64_t at = 0; at < call.count; at += perChunk) {
+    const uint64_t len = std::min(perChunk, call.count - at);
+    const int s = claimSlot();
+    std::memcpy(slot(me(), s), in + at * es, len * es);
+    arrive();
+    const uint32_t ready = phase_;
+    const Range mine = blockRange(len, n(), me());
+    uint8_t* acc = slot(me(), s) + mine.offset * es;
+    for (int q = 0; q < n(); ++q) {
+      if (q == me()) continue;
+      waitPeer(q, ready);
+      call.reduce(acc, acc, slot(q, s) + mine.offset * es, mine.count);
+    }
+    arrive();
+    const uint32_t reduced = phase_;
+    if (root) {
+      for (int q = 0; q < n(); ++q) {
+        const Range theirs = blockRange(len, n(), q);
+        waitPeer(q, reduced);
+        std::memcpy(out + (at + theirs.offset) * es, slot(q, s) + theirs.offset * es,
+                    theirs.count * es);
+      }
+    }
+    arrive();
+    releaseSlot(s);
+  }
+}
+
+}  // namespace weft

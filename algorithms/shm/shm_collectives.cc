@@ -1,0 +1,193 @@
+#include "algorithms/shm/shm_collectives.hpp"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
+
+namespace weft {
+namespace {
+
+constexpr uint32_t kSendShared = 1, kRecvShared = 2, kMapped = 4;
+const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe reads
+
+}  // namespace
+
+ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode)
+    : segment_(segment), group_(group), mode_(mode) {}
+
+bool ShmCollectives::serves(Collective c) {
+  return c != Collective::Send && c != Collective::Recv;
+}
+
+void ShmCollectives::arrive() { segment_.control(me()).progress.publish(++phase_); }
+
+void ShmCollectives::waitPeer(int q, uint32_t phase) const {
+  if (q != me()) waitFor(segment_.control(q).progress, phase, *wait_, group_.ranks[q]);
+}
+
+void ShmCollectives::waitAll(uint32_t phase) const {
+  for (int q = 0; q < n(); ++q) waitPeer(q, phase);
+}
+
+int ShmCollectives::claimSlot() {
+  const int parity = parity_;
+  parity_ ^= 1;
+  waitAll(slotFree_[parity]);
+  return parity;
+}
+
+void ShmCollectives::releaseSlot(int parity) { slotFree_[parity] = phase_; }
+
+uint8_t* ShmCollectives::exposureLine(int q, uint32_t call) const {
+  return segment_.control(q).exposure[call % 2];
+}
+
+void ShmCollectives::publishExposure(const Exposure& mine) {
+  std::memcpy(exposureLine(me(), exposures_++), &mine, sizeof mine);
+  arrive();
+  waitAll(phase_);
+}
+
+const Exposure& ShmCollectives::exposure(int q) const {
+  return *reinterpret_cast<const Exposure*>(exposureLine(q, exposures_ - 1));
+}
+
+void ShmCollectives::setUp(const WaitContext& wait) {
+  if (n() == 1 || group_.oneProcess || mode_ == ShmMode::Staged) return;
+  wait_ = &wait;
+  // Each rank reads a known word from the next rank's process, then all compare notes.
+  Exposure mine;
+  mine.send = reinterpret_cast<uint64_t>(&kCmaProbe);
+  mine.pid = static_cast<uint32_t>(group_.pids[me()]);
+  publishExposure(mine);
+  const int next = (me() + 1) % n();
+  uint64_t seen = 0;
+  iovec local{&seen, sizeof seen};
+  iovec far{reinterpret_cast<void*>(exposure(next).send), sizeof seen};
+  const ssize_t got = process_vm_readv(static_cast<pid_t>(exposure(next).pid), &local, 1, &far, 1, 0);
+  const bool ok = got == sizeof seen && seen == kCmaProbe;
+  if (!ok)
+    WEFT_INFO(kSubsysShm, "{}: CMA from rank {} refused ({}); copying through shared memory",
+              wait.what, group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
+  mine.flags = ok ? 1 : 0;
+  publishExposure(mine);
+  for (int q = 0; q < n(); ++q) cmaWorks_ &= exposure(q).flags == 1;
+  wait_ = nullptr;
+}
+
+ShmCollectives::Path ShmCollectives::choosePath(const NativeCall& call) {
+  const Path path = decidePath(call);
+  static constexpr const char* kNames[] = {"staged", "direct", "cma"};
+  WEFT_TRACE(kSubsysShm, "{}: {} path", wait_->what, kNames[static_cast<int>(path)]);
+  return path;
+}
+
+ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
+  if (mode_ == ShmMode::Staged) return Path::Staged;
+  // Every rank says where its buffers are; then all decide alike from the same facts.
+  Exposure mine;
+  mine.send = reinterpret_cast<uint64_t>(call.sendbuff);
+  mine.recv = reinterpret_cast<uint64_t>(call.recvbuff);
+  mine.pid = static_cast<uint32_t>(group_.pids[me()]);
+  const SharedRegions& regions = SharedRegions::instance();
+  // (A rank without a send or receive buffer in this call has nothing to share: it counts as
+  // shared.)
+  if (!call.sendbuff) mine.flags |= kSendShared;
+  if (!call.recvbuff) mine.flags |= kRecvShared;
+  if (auto r = call.sendbuff ? regions.find(call.sendbuff, 1) : std::nullopt) {
+    mine.flags |= kSendShared;
+    mine.sendRegion = *r;
+  }
+  if (auto r = call.recvbuff ? regions.find(call.recvbuff, 1) : std::nullopt) {
+    mine.flags |= kRecvShared;
+    mine.recvRegion = *r;
+  }
+  publishExposure(mine);
+  peerSend_.assign(n(), nullptr);
+  peerRecv_.assign(n(), nullptr);
+  if (group_.oneProcess) {
+    if (mode_ == ShmMode::Cma) return Path::Cma;
+    for (int q = 0; q < n(); ++q) {
+      peerSend_[q] = reinterpret_cast<const uint8_t*>(exposure(q).send);
+      peerRecv_[q] = reinterpret_cast<const uint8_t*>(exposure(q).recv);
+    }
+    return Path::Direct;
+  }
+  bool allShared = mode_ == ShmMode::Auto;
+  for (int q = 0; q < n() && allShared; ++q)
+    allShared = (exposure(q).flags & (kSendShared | kRecvShared)) == (kSendShared | kRecvShared);
+  if (allShared) {
+    // Map every peer's regions, then agree: direct only if every rank could map everything.
+    bool mapped = true;
+    for (int q = 0; q < n() && mapped; ++q) {
+      if (q == me()) {
+        peerSend_[q] = static_cast<const uint8_t*>(call.sendbuff);
+        peerRecv_[q] = static_cast<const uint8_t*>(call.recvbuff);
+        continue;
+      }
+      const Exposure& e = exposure(q);
+      const pid_t pid = static_cast<pid_t>(e.pid);
+      if (e.send) mapped &= (peerSend_[q] = mappings_.map(pid, e.sendRegion)) != nullptr;
+      if (e.recv) mapped &= (peerRecv_[q] = mappings_.map(pid, e.recvRegion)) != nullptr;
+    }
+    Exposure verdict = mine;
+    verdict.flags = mapped ? kMapped : 0;
+    publishExposure(verdict);
+    bool everyone = true;
+    for (int q = 0; q < n(); ++q) everyone &= exposure(q).flags == kMapped;
+    if (everyone) return Path::Direct;
+  }
+  return cmaWorks_ ? Path::Cma : Path::Staged;
+}
+
+const uint8_t* ShmCollectives::view(int q, Side side, uint64_t offset) const {
+  return (side == Side::Send ? peerSend_[q] : peerRecv_[q]) + offset;
+}
+
+void ShmCollectives::copyFromPeer(Path path, int q, Side side, uint64_t offset, void* dst,
+                                  uint64_t bytes) {
+  if (bytes == 0) return;
+  const Exposure& e = exposure(q);
+  const uint64_t remote = (side == Side::Send ? e.send : e.recv) + offset;
+  if (path == Path::Direct || q == me()) {
+    // This rank's own buffers are its exposure's addresses.
+    const uint8_t* src = path == Path::Direct ? view(q, side, offset)
+                                              : reinterpret_cast<const uint8_t*>(remote);
+    if (src != dst) std::memmove(dst, src, bytes);
+    return;
+  }
+  uint64_t done = 0;
+  while (done < bytes) {
+    iovec local{static_cast<uint8_t*>(dst) + done, bytes - done};
+    iovec far{reinterpret_cast<void*>(remote + done), bytes - done};
+    const ssize_t got = process_vm_readv(static_cast<pid_t>(e.pid), &local, 1, &far, 1, 0);
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      fail(weftSystemError, "{}: process_vm_readv from rank {} (pid {}): {}", wait_->what,
+           group_.ranks[q], e.pid, got < 0 ? std::strerror(errno) : "short read");
+    }
+    done += static_cast<uint64_t>(got);
+  }
+}
+
+void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
+  wait_ = &wait;
+  switch (call.collective) {
+    case Collective::AllReduce: allReduce(call); break;
+    case Collective::ReduceScatter: reduceScatter(call); break;
+    case Collective::Reduce: reduce(call); break;
+    case Collective::Broadcast: broadcast(call); break;
+    case Collective::AllGather: allGather(call); break;
+    case Collective::AlltoAll: alltoAll(call); break;
+    case Collective::Gather: gather(call); break;
+    case Collective::Scatter: scatter(call); break;
+    default: fail(weftInternalError, "no shared-memory {}", collectiveName(call.collective));
+  }
+  wait_ = nullptr;
+}
+
+}  // namespace weft

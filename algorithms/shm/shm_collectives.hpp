@@ -1,0 +1,128 @@
+// Native intra-host collectives: every rank of the communicator shares this host, and the
+// collectives run on the shared-memory segment directly instead of as schedules over a
+// transport (DESIGN.md: hot paths a schedule interpreter cannot serve, behind the same
+// interface).
+//
+// Ranks move through the same sequence of phases; after each phase a rank publishes its phase
+// count on its progress flag, and a rank that needs a peer's data waits for that peer's flag.
+// Data moves in one of three ways, decided per call identically on every rank:
+// - staged: each rank copies its input into its own slot of the segment (double-buffered,
+//   cache-sized chunks) and peers read the slots; works for any buffers;
+// - direct: peers read each other's buffers in place (ranks that are threads of one process, or
+//   buffers from weftMemAlloc, which every local rank maps); no staging copy;
+// - cma: peers copy each other's buffers with process_vm_readv (one copy, no staging).
+// Small allreduces are one-shot: every rank reduces every rank's staged copy.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/reduce/reduce.hpp"
+#include "algorithms/schedule.hpp"
+#include "transports/shm/flag.hpp"
+#include "transports/shm/memory.hpp"
+#include "transports/shm/segment.hpp"
+
+namespace weft {
+
+enum class ShmMode : uint8_t { Auto, Staged, Cma };
+
+struct NativeCall {
+  Collective collective = Collective::AllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  uint64_t count = 0;        // the API's count
+  uint32_t elemSize = 1;
+  ReduceFn reduce = nullptr; // reducing collectives
+  int root = 0;              // local index (the communicator is single-host)
+  bool inPlace = false;      // NCCL's in-place form
+};
+
+// How a peer's buffers can be reached: what every rank publishes at the start of a call that
+// may avoid staging.
+struct Exposure {
+  uint64_t send = 0, recv = 0;  // addresses in the owner's address space
+  uint32_t pid = 0;
+  uint32_t flags = 0;           // kSendShared/kRecvShared: inside weftMemAlloc memory
+  RegionRef sendRegion, recvRegion;
+};
+static_assert(sizeof(Exposure) <= 128);
+
+class ShmCollectives {
+ public:
+  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode);
+  // Collective over the local ranks, once, before the first run: finds out whether CMA works
+  // between them (it may not: Yama's ptrace_scope, seccomp), so every rank falls back alike.
+  void setUp(const WaitContext& wait);
+  bool cmaWorks() const { return cmaWorks_; }
+
+  static bool serves(Collective c);
+  // Runs one collective to completion. Throws on timeout, abort or a dead peer (from
+  // waitFor), leaving the segment unusable (the communicator is failed then).
+  void run(const NativeCall& call, const WaitContext& wait);
+
+  // Small allreduces (bytes per rank) go one-shot up to this size.
+  static constexpr uint64_t kOneShotBytes = 16 << 10;
+
+ private:
+  enum class Path { Staged, Direct, Cma };
+
+  // Phases.
+  void arrive();
+  void waitPeer(int q, uint32_t phase) const;
+  void waitAll(uint32_t phase) const;
+  int me() const { return group_.me; }
+  int n() const { return group_.size(); }
+  uint8_t* slot(int q, int parity) const { return segment_.slot(q, parity); }
+  // The parity of the next staging slot, after waiting until every rank has stopped reading it.
+  int claimSlot();
+  void releaseSlot(int parity);
+
+  // Agrees with the peers on a path for this call: publishes this rank's exposure, waits for
+  // everyone's, and decides the same way on every rank.
+  Path choosePath(const NativeCall& call);
+  Path decidePath(const NativeCall& call);
+  // Exposures are double-buffered by call, so a rank a call ahead never overwrites what a
+  // slower peer has yet to read.
+  uint8_t* exposureLine(int q, uint32_t call) const;
+  const Exposure& exposure(int q) const;
+  void publishExposure(const Exposure& mine);
+  enum class Side { Send, Recv };
+  // Copies `bytes` at `offset` of peer q's send or receive buffer to local `dst` (direct:
+  // memcpy through the shared view; cma: process_vm_readv). q may be this rank.
+  void copyFromPeer(Path path, int q, Side side, uint64_t offset, void* dst, uint64_t bytes);
+  // Peer q's buffer at `offset`, readable here (direct path only).
+  const uint8_t* view(int q, Side side, uint64_t offset) const;
+
+  void allReduce(const NativeCall& call);
+  void allReduceOneShot(const NativeCall& call);
+  void allReduceStaged(const NativeCall& call);
+  void allReducePeerRead(const NativeCall& call, Path path);
+  void reduceScatter(const NativeCall& call);
+  void reduce(const NativeCall& call);
+  void broadcast(const NativeCall& call);
+  void allGather(const NativeCall& call);
+  void alltoAll(const NativeCall& call);
+  void gather(const NativeCall& call);
+  void scatter(const NativeCall& call);
+  void movePeerReadOrStaged(const NativeCall& call);
+  void moveStaged(const NativeCall& call);
+  void movePeerRead(const NativeCall& call, Path path);
+
+  ShmSegment& segment_;
+  LocalGroup group_;
+  ShmMode mode_;
+  bool cmaWorks_ = true;
+  uint32_t phase_ = 0;                   // this rank's last published phase
+  uint32_t exposures_ = 0;               // calls that exchanged exposures
+  int parity_ = 0;                       // next staging slot
+  std::array<uint32_t, 2> slotFree_{};   // phase after which every rank is done with a slot
+  const WaitContext* wait_ = nullptr;    // of the call running
+  std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
+  PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
+  std::vector<const uint8_t*> peerSend_, peerRecv_;  // direct path: peers' buffers, here
+};
+
+}  // namespace weft

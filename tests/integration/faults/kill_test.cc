@@ -1,0 +1,129 @@
+// A rank whose process is killed while the others wait on it: every survivor's collective
+// returns weftRemoteError (or weftTimeout) within the deadline, naming a rank that is gone (the
+// victim; or, over UCX, a survivor that already failed and left, when that is the peer this
+// rank was waiting for); nothing hangs, and the survivors can still destroy their
+// communicators.
+//
+//   weft-test-kill NRANKS BYTES   (the parent hosts the rendezvous and starts the ranks as new
+//                                  processes: fork then exec, since forking a process that
+//                                  runs threads, the rendezvous root's among them, is unsafe)
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "include/weft.h"
+
+namespace {
+
+constexpr int kVictim = 1;
+constexpr int kTimeoutMs = 60000;
+
+int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = kTimeoutMs;
+  weftComm_t comm;
+  if (weftCommInitRankConfig(&comm, n, id, rank, &config) != weftSuccess) {
+    std::fprintf(stderr, "rank %d: init: %s\n", rank, weftGetLastError(nullptr));
+    return 2;
+  }
+  // Everyone finishes joining first (a rank's init may return while the last bootstrap messages
+  // are still on their way to the others).
+  int32_t ready = 1;
+  if (weftAllReduce(&ready, &ready, 1, weftInt32, weftSum, comm, nullptr) != weftSuccess) {
+    std::fprintf(stderr, "rank %d: first allreduce: %s\n", rank, weftGetLastError(comm));
+    return 2;
+  }
+  if (rank == kVictim) kill(getpid(), SIGKILL);
+  std::vector<float> x(bytes / sizeof(float), 1.0f);
+  const auto start = std::chrono::steady_clock::now();
+  const weftResult_t result =
+      weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comm, nullptr);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string message = weftGetLastError(comm);
+  std::printf("rank %d: %s after %.2f s: %s\n", rank, weftGetErrorString(result), seconds,
+              message.c_str());
+  bool named = false;
+  for (int r = 0; r < n; ++r)
+    for (const char* how : {"from rank ", "to rank "})
+      if (r != rank && message.find(how + std::to_string(r)) != std::string::npos) named = true;
+  // "rank 1 exited", or "ranks 0, 1 exited" when a survivor that failed first is gone too.
+  std::smatch gone;
+  if (std::regex_search(message, gone, std::regex("ranks? ([0-9, ]+) exited"))) {
+    const std::string list = ", " + gone[1].str() + ",";
+    named |= list.find(" " + std::to_string(kVictim) + ",") != std::string::npos;
+  }
+  named |= message.find("rank(s) " + std::to_string(kVictim)) != std::string::npos;
+  const bool ok = (result == weftRemoteError || result == weftTimeout) && named &&
+                  seconds * 1000 < kTimeoutMs + 10000;
+  // A failed communicator is released locally: this must not hang either.
+  if (weftCommDestroy(comm) != weftSuccess) {
+    std::fprintf(stderr, "rank %d: destroy: %s\n", rank, weftGetLastError(nullptr));
+    std::fflush(stdout);
+    return 3;
+  }
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+std::string toHex(const weftUniqueId& id) {
+  std::string hex;
+  for (char c : id.internal) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
+  return hex;
+}
+
+weftUniqueId fromHex(const std::string& hex) {
+  weftUniqueId id{};
+  for (int i = 0; i < WEFT_UNIQUE_ID_BYTES; ++i)
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[1]) == "--rank")  // a rank, started by the parent below
+    return rankMain(fromHex(argv[5]), std::atoi(argv[3]), std::atoi(argv[2]),
+                    std::strtoull(argv[4], nullptr, 10));
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: weft-test-kill NRANKS BYTES\n");
+    return 2;
+  }
+  const int n = std::atoi(argv[1]);
+  weftUniqueId id;
+  if (weftGetUniqueId(&id) != weftSuccess) return 2;
+  const std::string hex = toHex(id);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const std::string rank = std::to_string(r);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), argv[1], argv[2], hex.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int failures = 0;
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    const bool expected = r == kVictim ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
+                                       : WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!expected) {
+      std::fprintf(stderr, "rank %d ended unexpectedly (status %#x)\n", r, status);
+      ++failures;
+    }
+  }
+  std::printf(failures ? "FAILED\n" : "every survivor reported the dead rank\n");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,71 @@
+#include "transports/shm/flag.hpp"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "lib/base/error.hpp"
+
+namespace weft {
+namespace {
+
+// Spin this many times (a few hundred nanoseconds: a peer on another core answers within one
+// cross-core hop), then yield this many times, then sleep on the futex.
+constexpr int kSpins = 200;
+constexpr int kYields = 50;
+// A sleeping waiter wakes at least this often to look at the deadline, abort and peers.
+constexpr long kNapNs = 10 * 1000 * 1000;
+
+long futex(const std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  // Shared (not PRIVATE) futexes: the word lives in memory mapped by several processes.
+  return syscall(SYS_futex, reinterpret_cast<const uint32_t*>(word), op, value, timeout,
+                 nullptr, 0);
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+void SharedFlag::publish(uint32_t v) {
+  value.store(v, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&value, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who) {
+  for (int i = 0; i < kSpins; ++i) {
+    if (reached(flag.load(), target)) return;
+    cpuRelax();
+  }
+  for (int i = 0; i < kYields; ++i) {
+    if (reached(flag.load(), target)) return;
+    sched_yield();
+  }
+  auto& mutableFlag = const_cast<SharedFlag&>(flag);
+  for (;;) {
+    if (context.abortFlag && context.abortFlag->load(std::memory_order_relaxed))
+      fail(kAbortedResult, "{}: stopped: the communicator was aborted", context.what);
+    if (context.deadline.expired())
+      fail(weftTimeout, "{} timed out after {} ms; still waiting for rank(s) {} (shared memory)",
+           context.what, context.timeoutMs, who);
+    if (context.checkPeers) context.checkPeers();
+    mutableFlag.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = flag.value.load(std::memory_order_seq_cst);
+    if (!reached(seen, target)) {
+      const timespec nap{0, kNapNs};
+      futex(&flag.value, FUTEX_WAIT, seen, &nap);  // returns at once if the value moved
+    }
+    mutableFlag.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached(flag.load(), target)) return;
+  }
+}
+
+}  // namespace weft

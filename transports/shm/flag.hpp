@@ -1,0 +1,52 @@
+// Sequence flags in shared memory, and waiting on them without burning a core another rank
+// needs: spin briefly, then yield, then sleep on a futex, checking the deadline, the abort flag
+// and the liveness of peers between naps.
+//
+// A flag is a 32-bit counter that only grows (modulo 2^32: comparisons are wrap-safe) on its own
+// cache line, with a count of sleepers so that a publisher makes the futex system call only
+// when someone sleeps on it. Publishing and sleeping pair up as Dekker's protocol (store the
+// value, then load the sleepers; add a sleeper, then load the value), both sequentially
+// consistent, and FUTEX_WAIT re-checks the value, so no wake-up is lost.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "lib/base/deadline.hpp"
+
+namespace weft {
+
+struct alignas(64) SharedFlag {
+  std::atomic<uint32_t> value{0};
+  std::atomic<uint32_t> sleepers{0};
+  // The rest of the line may carry a small payload published with the value (see payload()).
+  uint8_t payload[56];
+
+  uint32_t load() const { return value.load(std::memory_order_acquire); }
+  // Makes `v` visible (with everything written before it) and wakes sleepers.
+  void publish(uint32_t v);
+};
+static_assert(sizeof(SharedFlag) == 64);
+
+// a >= b in sequence space.
+inline bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+
+// What a wait must watch besides its flag.
+struct WaitContext {
+  Deadline deadline = Deadline::never();
+  int64_t timeoutMs = 0;  // for messages only
+  const std::atomic<bool>* abortFlag = nullptr;
+  // Called every few milliseconds while sleeping; throws (e.g. weftRemoteError naming a peer
+  // that died) to end the wait. May be empty.
+  std::function<void()> checkPeers;
+  // Names the wait in timeout and abort messages: "rank 1 of 4: AllReduce #12".
+  std::string what;
+};
+
+// Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose
+// flag it is), kAbortedResult, or what checkPeers throws.
+void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who);
+
+}  // namespace weft

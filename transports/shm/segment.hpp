@@ -1,0 +1,78 @@
+// The shared-memory segment of one communicator on one host: a header, per local rank a few
+// control lines (SharedFlag) and two data slots (double buffering), and optionally a mailbox
+// per ordered pair of local ranks for point-to-point messages.
+//
+// The first rank of each host creates it (named from the communicator id and that rank, mode
+// 0600, space reserved up front so a full /dev/shm is an error, not a SIGBUS), every rank of the
+// host maps it, and it is unlinked as soon as all have: nothing is left behind, whatever
+// happens next.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/base/deadline.hpp"
+#include "transports/shm/flag.hpp"
+#include "transports/transport.hpp"
+
+namespace weft {
+
+// The ranks of a communicator that share this host (and so can share memory).
+struct LocalGroup {
+  std::vector<int> ranks;  // global ranks, ascending
+  std::vector<pid_t> pids;
+  int me = 0;              // my index in `ranks`
+  bool oneProcess = false; // every local rank is a thread of this process
+
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+
+// Per local rank: the lines other ranks watch.
+struct RankControl {
+  SharedFlag progress;  // phase counter of native collectives (algorithms/shm)
+  // Where this rank's buffers of the current collective are, for peers that read them in
+  // place: two cache lines per call, double-buffered by call (algorithms/shm).
+  alignas(64) uint8_t exposure[2][128];
+};
+
+struct SegmentGeometry {
+  int nlocal = 1;
+  uint64_t slotBytes = 0;     // each of a rank's two slots
+  uint64_t mailboxBytes = 0;  // per ordered pair; 0: no mailboxes
+  uint64_t controlOffset = 0, slotsOffset = 0, mailboxesOffset = 0, totalBytes = 0;
+
+  static SegmentGeometry make(int nlocal, uint64_t slotBytes, uint64_t mailboxBytes);
+};
+
+class ShmSegment {
+ public:
+  // Collective over `oob` (every rank of the communicator, on every host). `baseName` is unique
+  // per communicator (e.g. its id in hex). Throws weftSystemError naming the rank and the
+  // failed call, on every rank of a host where anything failed.
+  static std::unique_ptr<ShmSegment> create(OutOfBand& oob, const LocalGroup& group,
+                                            const std::string& baseName,
+                                            const SegmentGeometry& geometry, Deadline deadline);
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  const SegmentGeometry& geometry() const { return geometry_; }
+  RankControl& control(int local) const;
+  uint8_t* slot(int local, int which) const;
+  uint8_t* mailbox(int from, int to) const;
+
+ private:
+  ShmSegment(uint8_t* base, SegmentGeometry geometry) : base_(base), geometry_(geometry) {}
+  uint8_t* base_;
+  SegmentGeometry geometry_;
+};
+
+// Slot size for `nlocal` ranks: chunks of every rank together stay within this core's L2 cache
+// (hwloc's figure), between 32 KiB and 1 MiB.
+uint64_t defaultSlotBytes(int nlocal);
+
+}  // namespace weft
