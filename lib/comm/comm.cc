@@ -10,7 +10,9 @@
 #include "lib/bootstrap/bootstrap.hpp"
 #include "lib/bootstrap/unique_id.hpp"
 #include "transports/shm/memory.hpp"
+#include "transports/loopback/loopback.hpp"
 #include "transports/shm/segment.hpp"
+#include "transports/shm/shm_transport.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
 namespace weft {
@@ -51,7 +53,11 @@ Comm::Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> t
 }
 
 Comm::~Comm() {
-  if (!transportClosed_) closeTransport(Deadline::afterMs(1000));
+  if (transport_ && !transportClosed_) closeTransport(Deadline::afterMs(1000));
+  // The shared-memory transport and collectives use the segment: they go first.
+  transport_.reset();
+  shm_.reset();
+  segment_.reset();
 }
 
 std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank,
@@ -60,13 +66,18 @@ std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank
   const UniqueId parsed = UniqueId::fromWire(id);
   std::unique_ptr<Bootstrap> bootstrap =
       Bootstrap::connect(parsed, rank, nranks, deadline, abortFlag.get());
-  UcxTransportOptions options;
-  options.label = makeLabel(rank, nranks, config.name);
-  options.setupDeadline = deadline;
-  std::unique_ptr<Transport> transport = createUcxTransport(*bootstrap, options);
-  auto comm = std::make_shared<Comm>(rank, nranks, config, std::move(transport),
-                                     std::move(bootstrap), std::move(abortFlag));
+  auto comm = std::make_shared<Comm>(rank, nranks, config, nullptr, std::move(bootstrap),
+                                     std::move(abortFlag));
+  // Ranks that all share this host talk through shared memory; otherwise UCX. (One rank needs
+  // no transport at all: its sends to itself are copies.)
   comm->setUpSharedMemory(deadline);
+  if (!comm->transport_ && nranks == 1) comm->transport_ = std::move(createLoopbackTransports(1)[0]);
+  if (!comm->transport_) {
+    UcxTransportOptions options;
+    options.label = comm->label();
+    options.setupDeadline = deadline;
+    comm->transport_ = createUcxTransport(*comm->bootstrap_, options);
+  }
   WEFT_INFO(kSubsysInit, "{}: ready; {} of {} rank(s) on this host; transport {}; {}",
             comm->label(), comm->localSize(), nranks, comm->transport().name(),
             comm->shm() ? "shared-memory collectives" : "no shared-memory collectives");
@@ -87,7 +98,7 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   group.oneProcess = std::all_of(group.pids.begin(), group.pids.end(),
                                  [&](pid_t p) { return p == group.pids.front(); });
   const SegmentGeometry geometry =
-      SegmentGeometry::make(nranks_, defaultSlotBytes(nranks_), 0);
+      SegmentGeometry::make(nranks_, defaultSlotBytes(nranks_), defaultMailboxBytes(nranks_));
   segment_ = ShmSegment::create(*bootstrap_, group, toHex(bootstrap_->commId()), geometry,
                                 deadline);
   const ShmMode mode = e.shmMode == "staged" ? ShmMode::Staged
@@ -100,6 +111,9 @@ void Comm::setUpSharedMemory(Deadline deadline) {
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_) localPeers_->add(r, group.pids[r]);
   }
+  ShmTransportOptions transportOptions;
+  transportOptions.label = label_;
+  transport_ = createShmTransport(*segment_, group, transportOptions);
   shm_->setUp(shmWait("shared-memory set-up"));
   if (mode == ShmMode::Cma && !shm_->cmaWorks())
     fail(weftSystemError, "{}: WEFT_SHM_MODE=cma, but the kernel refuses CMA between these "

@@ -147,7 +147,7 @@ class Comm {
   RedOpTable redOps_;
   TunerOverrides overrides_;
   std::unique_ptr<ShmSegment> segment_;
-  std::unique_ptr<ShmCollectives> shm_;
+  std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it
   std::unique_ptr<ProcessWatch> localPeers_;
   std::vector<int> localRanks_;  // global ranks on this host
   std::mutex watchMutex_;
