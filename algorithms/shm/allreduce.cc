@@ -13,8 +13,21 @@
 
 #include "algorithms/partition.hpp"
 #include "algorithms/shm/shm_collectives.hpp"
+#include "algorithms/shm/stream_copy.hpp"
 
 namespace weft {
+namespace {
+
+// Output of a large collective: streamed past the cache (it is not read again soon). Small
+// outputs stay cached for the caller.
+void copyOut(void* dst, const void* src, size_t bytes, size_t totalBytes) {
+  if (totalBytes >= kStreamOutputBytes)
+    streamCopy(dst, src, bytes);
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+}  // namespace
 
 void ShmCollectives::allReduce(const NativeCall& call) {
   if (call.count * call.elemSize <= kOneShotBytes || n() == 1) return allReduceOneShot(call);
@@ -68,10 +81,10 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     }
     arrive();
     const uint32_t ready = phase_;
-    // My slice: my input plus every peer's staged copy, straight into my output; then into my
-    // slot for the peers. In place, my input slice is read before it is overwritten.
+    // My slice: my input plus every peer's staged copy, reduced in my own slot (which the
+    // peers read next), then streamed to my output.
     const Range mine = blockRange(len, n(), me());
-    uint8_t* acc = out + (at + mine.offset) * es;
+    uint8_t* acc = staging + mine.offset * es;
     const uint8_t* own = in + (at + mine.offset) * es;
     bool first = true;
     for (int k = 1; k < n(); ++k) {
@@ -80,15 +93,15 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
       call.reduce(acc, first ? own : acc, slot(q, s) + mine.offset * es, mine.count);
       first = false;
     }
-    std::memcpy(staging + mine.offset * es, acc, mine.count * es);
     arrive();
     const uint32_t reduced = phase_;
+    copyOut(out + (at + mine.offset) * es, acc, mine.count * es, call.count * es);
     for (int k = 1; k < n(); ++k) {
       const int q = (me() + k) % n();
       const Range theirs = blockRange(len, n(), q);
       waitPeer(q, reduced);
-      std::memcpy(out + (at + theirs.offset) * es, slot(q, s) + theirs.offset * es,
-                  theirs.count * es);
+      copyOut(out + (at + theirs.offset) * es, slot(q, s) + theirs.offset * es,
+              theirs.count * es, call.count * es);
     }
     arrive();
     releaseSlot(s);
@@ -130,8 +143,12 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
     const Range theirs = blockRange(call.count, n(), q);
     // Only once q has finished reading its slice from my input may I overwrite it (in place).
     waitPeer(q, reduced);
-    copyFromPeer(path, q, Side::Recv, theirs.offset * es, out + theirs.offset * es,
-                 theirs.count * es);
+    if (path == Path::Direct)
+      copyOut(out + theirs.offset * es, view(q, Side::Recv, theirs.offset * es),
+              theirs.count * es, call.count * es);
+    else
+      copyFromPeer(path, q, Side::Recv, theirs.offset * es, out + theirs.offset * es,
+                   theirs.count * es);
   }
   // Nobody may leave (and let its caller reuse its buffers) while a peer still reads them.
   arrive();

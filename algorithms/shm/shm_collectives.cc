@@ -141,7 +141,13 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     for (int q = 0; q < n(); ++q) everyone &= exposure(q).flags == kMapped;
     if (everyone) return Path::Direct;
   }
-  return cmaWorks_ ? Path::Cma : Path::Staged;
+  // CMA (one kernel copy) wins for mid sizes; for large allreduces staging through cache-sized
+  // slots with streamed output wins (measured on the 2-core build machine; perf/compare).
+  if (!cmaWorks_) return Path::Staged;
+  if (mode_ == ShmMode::Auto && call.collective == Collective::AllReduce &&
+      call.count * call.elemSize >= kStagedFromBytes)
+    return Path::Staged;
+  return Path::Cma;
 }
 
 const uint8_t* ShmCollectives::view(int q, Side side, uint64_t offset) const {

@@ -65,6 +65,8 @@ class ShmCollectives {
 
   // Small allreduces (bytes per rank) go one-shot up to this size.
   static constexpr uint64_t kOneShotBytes = 16 << 10;
+  // Processes with private buffers: CMA below this many bytes per rank, staged from it.
+  static constexpr uint64_t kStagedFromBytes = 16 << 20;
 
  private:
   enum class Path { Staged, Direct, Cma };
