@@ -106,6 +106,7 @@ void Comm::setUpSharedMemory(Deadline deadline) {
                                              : ShmMode::Auto;
   shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode);
   localRanks_ = group.ranks;
+  spinNs_ = spinBudgetNs(group.size());
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
     for (int r = 0; r < nranks_; ++r)
@@ -126,6 +127,7 @@ WaitContext Comm::shmWait(const std::string& what) {
   w.timeoutMs = config_.timeoutMs;
   w.abortFlag = abortFlag();
   w.what = fmt::format("{}: {}", label_, what);
+  w.spinNs = spinNs_;
   if (localPeers_) w.checkPeers = [this] { checkLocalPeers(); };
   return w;
 }

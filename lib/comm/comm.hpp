@@ -150,6 +150,7 @@ class Comm {
   std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it
   std::unique_ptr<ProcessWatch> localPeers_;
   std::vector<int> localRanks_;  // global ranks on this host
+  int64_t spinNs_ = 2000;
   std::mutex watchMutex_;
   std::array<const char*, kNumCollectives> lastChoice_{};
 };

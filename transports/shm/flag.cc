@@ -14,9 +14,7 @@
 namespace weft {
 namespace {
 
-// Spin this many times (a few hundred nanoseconds: a peer on another core answers within one
-// cross-core hop), then yield this many times, then sleep on the futex.
-constexpr int kSpins = 200;
+// After spinning, yield this many times, then sleep on the futex.
 constexpr int kYields = 50;
 // A sleeping waiter wakes at least this often to look at the deadline, abort and peers.
 constexpr long kNapNs = 10 * 1000 * 1000;
@@ -40,10 +38,22 @@ void SharedFlag::publish(uint32_t v) {
   if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&value, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
+int64_t spinBudgetNs(int ranksOnHost) {
+  cpu_set_t set;
+  int cores = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  return ranksOnHost <= cores ? 200 * 1000 : 1000;
+}
+
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who) {
-  for (int i = 0; i < kSpins; ++i) {
-    if (reached(flag.load(), target)) return;
-    cpuRelax();
+  if (reached(flag.load(), target)) return;
+  const auto spinUntil = Clock::now() + std::chrono::nanoseconds(context.spinNs);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (reached(flag.load(), target)) return;
+      cpuRelax();
+    }
+    if (Clock::now() >= spinUntil) break;
   }
   for (int i = 0; i < kYields; ++i) {
     if (reached(flag.load(), target)) return;

@@ -43,7 +43,15 @@ struct WaitContext {
   std::function<void()> checkPeers;
   // Names the wait in timeout and abort messages: "rank 1 of 4: AllReduce #12".
   std::string what;
+  // How long to spin before yielding. When every rank has a core of its own, spinning long is
+  // cheap and sleeping is dear (waking an idle virtual CPU can take tens of microseconds);
+  // when ranks share cores, a spinning rank steals the time its peer needs.
+  int64_t spinNs = 2000;
 };
+
+// The spin budget for `ranksOnHost` ranks sharing this host's cores (those this process may
+// run on).
+int64_t spinBudgetNs(int ranksOnHost);
 
 // Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose
 // flag it is), kAbortedResult, or what checkPeers throws.
