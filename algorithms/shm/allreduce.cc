@@ -30,7 +30,9 @@ void copyOut(void* dst, const void* src, size_t bytes, size_t totalBytes) {
 }  // namespace
 
 void ShmCollectives::allReduce(const NativeCall& call) {
-  if (call.count * call.elemSize <= kOneShotBytes || n() == 1) return allReduceOneShot(call);
+  const uint64_t bytes = call.count * call.elemSize;
+  if (oversubscribed_ && n() > 1 && bytes <= kOneShotBytes) return allReduceLastArriver(call);
+  if (bytes <= kOneShotBytes || n() == 1) return allReduceOneShot(call);
   const Path path = choosePath(call);
   if (path == Path::Staged) return allReduceStaged(call);
   allReducePeerRead(call, path);
@@ -62,6 +64,35 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     arrive();
     releaseSlot(s);
   }
+}
+
+// Ranks that share cores: every rank stages its input and counts itself in; the last to arrive
+// reduces every slot into its own and says where the result is; the others, asleep on one
+// futex word, wake once and copy it. Each rank runs once per call, and the reduction is done
+// once instead of by every rank.
+void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const int s = claimSlot();
+  std::memcpy(slot(me(), s), call.sendbuff, call.count * es);
+  const uint32_t calls = ++lastArriverCalls_;
+  SharedFlag& result = segment_.hostFlag(1 + (calls & 1));  // double-buffered, as the slots
+  // acq_rel: my staged input is visible to whoever arrives last, and theirs to me.
+  const uint32_t arrived =
+      segment_.hostFlag(0).value.fetch_add(1, std::memory_order_acq_rel) + 1;
+  int owner;
+  if (arrived == calls * static_cast<uint32_t>(n())) {
+    uint8_t* acc = slot(me(), s);
+    for (int k = 1; k < n(); ++k) call.reduce(acc, acc, slot((me() + k) % n(), s), call.count);
+    owner = me();
+    std::memcpy(result.payload, &owner, sizeof owner);
+    result.publish(calls);
+  } else {
+    waitFor(result, calls, *wait_, -1);
+    std::memcpy(&owner, result.payload, sizeof owner);
+  }
+  std::memcpy(call.recvbuff, slot(owner, s), call.count * es);
+  arrive();
+  releaseSlot(s);
 }
 
 void ShmCollectives::allReduceStaged(const NativeCall& call) {

@@ -16,8 +16,9 @@ const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe re
 
 }  // namespace
 
-ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode)
-    : segment_(segment), group_(group), mode_(mode) {}
+ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
+                               bool oversubscribed)
+    : segment_(segment), group_(group), mode_(mode), oversubscribed_(oversubscribed) {}
 
 bool ShmCollectives::serves(Collective c) {
   return c != Collective::Send && c != Collective::Recv;

@@ -52,7 +52,10 @@ static_assert(sizeof(Exposure) <= 128);
 
 class ShmCollectives {
  public:
-  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode);
+  // `oversubscribed`: more local ranks than cores; small allreduces then cost as few wake-ups
+  // as possible (allReduceLastArriver).
+  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
+                 bool oversubscribed = false);
   // Collective over the local ranks, once, before the first run: finds out whether CMA works
   // between them (it may not: Yama's ptrace_scope, seccomp), so every rank falls back alike.
   void setUp(const WaitContext& wait);
@@ -100,6 +103,7 @@ class ShmCollectives {
 
   void allReduce(const NativeCall& call);
   void allReduceOneShot(const NativeCall& call);
+  void allReduceLastArriver(const NativeCall& call);
   void allReduceStaged(const NativeCall& call);
   void allReducePeerRead(const NativeCall& call, Path path);
   void reduceScatter(const NativeCall& call);
@@ -117,6 +121,8 @@ class ShmCollectives {
   LocalGroup group_;
   ShmMode mode_;
   bool cmaWorks_ = true;
+  bool oversubscribed_ = false;
+  uint32_t lastArriverCalls_ = 0;        // calls of allReduceLastArriver so far
   uint32_t phase_ = 0;                   // this rank's last published phase
   uint32_t exposures_ = 0;               // calls that exchanged exposures
   int parity_ = 0;                       // next staging slot

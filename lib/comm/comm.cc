@@ -104,9 +104,10 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   const ShmMode mode = e.shmMode == "staged" ? ShmMode::Staged
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
-  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode);
+  const bool oversubscribed = group.size() > usableCores();
+  spinNs_ = spinBudgetNs(oversubscribed);
+  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, oversubscribed);
   localRanks_ = group.ranks;
-  spinNs_ = spinBudgetNs(group.size());
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
     for (int r = 0; r < nranks_; ++r)

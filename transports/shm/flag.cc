@@ -38,12 +38,12 @@ void SharedFlag::publish(uint32_t v) {
   if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&value, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
-int64_t spinBudgetNs(int ranksOnHost) {
+int usableCores() {
   cpu_set_t set;
-  int cores = 1;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  return ranksOnHost <= cores ? 200 * 1000 : 1000;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
+
+int64_t spinBudgetNs(bool oversubscribed) { return oversubscribed ? 1000 : 200 * 1000; }
 
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who) {
   if (reached(flag.load(), target)) return;

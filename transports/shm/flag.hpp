@@ -49,9 +49,10 @@ struct WaitContext {
   int64_t spinNs = 2000;
 };
 
-// The spin budget for `ranksOnHost` ranks sharing this host's cores (those this process may
-// run on).
-int64_t spinBudgetNs(int ranksOnHost);
+// The cores this process may run on; ranks sharing them are oversubscribed when they outnumber
+// them.
+int usableCores();
+int64_t spinBudgetNs(bool oversubscribed);
 
 // Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose
 // flag it is), kAbortedResult, or what checkPeers throws.

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -71,6 +70,7 @@ std::string mapSegment(bool create, const std::string& name, const SegmentGeomet
   if (create) {
     new (p) Header{kMagic, kVersion, static_cast<uint32_t>(g.nlocal), g.slotBytes,
                    g.mailboxBytes, g.totalBytes};
+    for (int i = 0; i < ShmSegment::kHostFlags; ++i) new (*base + 64 * (1 + i)) SharedFlag();
     for (int r = 0; r < g.nlocal; ++r) new (*base + g.controlOffset + r * sizeof(RankControl)) RankControl();
   } else if (header->magic != kMagic || header->version != kVersion ||
              header->nlocal != static_cast<uint32_t>(g.nlocal) ||
@@ -131,6 +131,11 @@ std::unique_ptr<ShmSegment> ShmSegment::create(OutOfBand& oob, const LocalGroup&
 
 ShmSegment::~ShmSegment() { munmap(base_, geometry_.totalBytes); }
 
+SharedFlag& ShmSegment::hostFlag(int index) const {
+  // In the header page, after the header's own line.
+  return *reinterpret_cast<SharedFlag*>(base_ + 64 * (1 + index));
+}
+
 RankControl& ShmSegment::control(int local) const {
   return *reinterpret_cast<RankControl*>(base_ + geometry_.controlOffset +
                                          local * sizeof(RankControl));
@@ -158,7 +163,6 @@ uint64_t defaultSlotBytes(int nlocal) {
     }
     return bytes ? bytes : uint64_t{1} << 20;
   }();
-  if (const char* v = std::getenv("WEFT_EXPERIMENT_SLOT")) return std::strtoull(v, nullptr, 10);
   const uint64_t perRank = l2 / (2 * uint64_t(std::max(nlocal, 1)));
   return std::clamp<uint64_t>(perRank, 32 << 10, 1 << 20);
 }

@@ -62,6 +62,9 @@ class ShmSegment {
 
   const SegmentGeometry& geometry() const { return geometry_; }
   RankControl& control(int local) const;
+  // Flags shared by all local ranks (not owned by one), index < kHostFlags.
+  static constexpr int kHostFlags = 8;
+  SharedFlag& hostFlag(int index) const;
   uint8_t* slot(int local, int which) const;
   uint8_t* mailbox(int from, int to) const;
 
