@@ -19,13 +19,22 @@ namespace weft::perf {
 namespace {
 
 // A page-aligned allocation with kGuardBytes in front of element 0 and after the largest
-// extent; zeroed, so that its pages are touched by the rank that owns it.
+// extent; zeroed, so that its pages are touched by the rank that owns it. With -R 1 it comes from
+// weftMemAlloc and is registered with the communicator (every local rank maps it: zero copy).
 class GuardedBuffer {
  public:
-  explicit GuardedBuffer(uint64_t bytes) {
+  GuardedBuffer(uint64_t bytes, const RankSetup& setup, bool registered)
+      : setup_(setup), registered_(registered) {
     constexpr size_t kPage = 4096;
     const size_t total = (bytes + 2 * kGuardBytes + kPage - 1) / kPage * kPage;
-    base_ = static_cast<uint8_t*>(std::aligned_alloc(kPage, total));
+    if (registered_) {
+      void* p = nullptr;
+      ensure(setup_, weftMemAlloc(&p, total), "weftMemAlloc");
+      base_ = static_cast<uint8_t*>(p);
+      ensure(setup_, weftCommRegister(setup_.comm, base_, total, &handle_), "weftCommRegister");
+    } else {
+      base_ = static_cast<uint8_t*>(std::aligned_alloc(kPage, total));
+    }
     if (base_ == nullptr) {
       fmt::print(stderr, "weft-perf: cannot allocate {} bytes\n", total);
       std::fflush(stdout);
@@ -33,13 +42,23 @@ class GuardedBuffer {
     }
     std::memset(base_, 0, total);
   }
-  ~GuardedBuffer() { std::free(base_); }
+  ~GuardedBuffer() {
+    if (!registered_) {
+      std::free(base_);
+      return;
+    }
+    ensure(setup_, weftCommDeregister(setup_.comm, handle_), "weftCommDeregister");
+    ensure(setup_, weftMemFree(base_), "weftMemFree");
+  }
   GuardedBuffer(const GuardedBuffer&) = delete;
   GuardedBuffer& operator=(const GuardedBuffer&) = delete;
   uint8_t* data() const { return base_ + kGuardBytes; }
 
  private:
+  const RankSetup& setup_;
+  bool registered_;
   uint8_t* base_ = nullptr;
+  void* handle_ = nullptr;
 };
 
 weftRedOp_t builtinOp(ReduceOp op) {
@@ -163,7 +182,7 @@ uint64_t runSweep(const Options& o, const RankSetup& s,
       sendBytes = std::max(sendBytes, l.sendCount * ts);
       recvBytes = std::max(recvBytes, l.inPlaceCount() * ts);
     }
-  const GuardedBuffer send(sendBytes), recv(recvBytes);
+  const GuardedBuffer send(sendBytes, s, o.registered), recv(recvBytes, s, o.registered);
   const Context ctx{o, s, {send.data(), recv.data()}};
 
   std::vector<std::optional<ReduceOp>> ops;

@@ -137,6 +137,13 @@ const Flag kFlags[] = {
        o.blocking = *n == 1;
        return "";
      }},
+    {'R', true, "local_register",
+     [](Options& o, std::string_view v) -> std::string {
+       const auto n = parseInteger(v);
+       if (!n || (*n != 0 && *n != 1)) return badValue("-R", v, "0 or 1");
+       o.registered = *n == 1;
+       return "";
+     }},
     {'J', true, "output_file",
      [](Options& o, std::string_view v) -> std::string {
        if (v.empty()) return badValue("-J", v, "a file name");
@@ -325,6 +332,9 @@ Flags:
   -z, --blocking <0|1>      0: calls are enqueued on a weft stream, and the timed loop
                             synchronizes once at its end (default); 1: blocking calls on a
                             NULL stream
+  -R, --local_register <0|1>
+                            1: buffers from weftMemAlloc, registered with weftCommRegister
+                            (every local rank maps them: zero copy); default 0 (malloc)
   -J, --output_file <file>  also write the parameters and every row as JSON
   -t, --nthreads <n>        ranks as threads of this process (default 1); not under a launcher
   -h, --help                this text

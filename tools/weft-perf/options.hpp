@@ -32,6 +32,7 @@ struct Options {
   int root = 0;
   TimeCombine combine = TimeCombine::Average;
   bool blocking = false;  // -z 1: blocking calls on a NULL stream
+  bool registered = false;  // -R 1: buffers from weftMemAlloc, registered (zero copy)
   std::string jsonPath;   // empty: no JSON
   int threads = 1;
   bool threadsGiven = false;  // -t appeared (it conflicts with a launcher's environment)

@@ -217,3 +217,10 @@ TEST_CASE("bad command lines are errors that say what was wrong") {
     CHECK(message.find("expected") != std::string::npos);
   }
 }
+
+TEST_CASE("-R 1 asks for registered weftMemAlloc buffers, as nccl-tests' -R") {
+  CHECK_FALSE(ok({"all_reduce"}).registered);
+  CHECK(ok({"all_reduce", "-R", "1"}).registered);
+  CHECK(ok({"all_reduce", "--local_register=1"}).registered);
+  CHECK(parse({"all_reduce", "-R", "2"}).kind == ParseOutcome::Kind::Error);
+}
