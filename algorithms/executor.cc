@@ -46,7 +46,7 @@ uint8_t* Execution::address(const Work& work, BufferRef ref, uint64_t bytes) con
   if (base == nullptr) {
     if (bytes == 0) return nullptr;
     fail(weftInternalError, "rank {}: {} uses a buffer that was not given ({} bytes at {})",
-         context_.rank, work.name, bytes, ref.offset);
+         context_.rank, work.name.str(), bytes, ref.offset);
   }
   return static_cast<uint8_t*>(base) + ref.offset;
 }
@@ -97,7 +97,7 @@ void Execution::finish(uint32_t global) {
   if (req.state.load(std::memory_order_acquire) != Request::kDone) {
     const bool sending = step.kind == StepKind::Send;
     failWith(weftRemoteError,
-             fmt::format("rank {}: {} failed: {} rank {}: {}", context_.rank, w.name,
+             fmt::format("rank {}: {} failed: {} rank {}: {}", context_.rank, w.name.str(),
                          sending ? "send to" : "receive from", step.peer,
                          req.error.empty() ? "transport error" : req.error));
   }
@@ -105,7 +105,7 @@ void Execution::finish(uint32_t global) {
     failWith(weftInvalidUsage,
              fmt::format("rank {}: {}: rank {} sent {} bytes where {} were expected (do all "
                          "ranks pass the same count and datatype?)",
-                         context_.rank, w.name, step.peer, req.bytes, step.bytes));
+                         context_.rank, w.name.str(), step.peer, req.bytes, step.bytes));
   if (step.kind == StepKind::RecvReduce && step.bytes > 0)
     w.reduce(address(w, step.dst, step.bytes), address(w, step.src, step.bytes),
              address(w, step.tmp, step.bytes), step.bytes / w.elemSize);
@@ -126,7 +126,7 @@ Execution::Progress Execution::advance() {
   if (context_.abortFlag && context_.abortFlag->load(std::memory_order_relaxed))
     failWith(weftInvalidUsage,
              fmt::format("rank {}: {} stopped: the communicator was aborted", context_.rank,
-                         works_.front().name));
+                         works_.front().name.str()));
   bool moved = false;
   for (int round = 0; round < 2; ++round) {
     while (!ready_.empty()) {
@@ -152,7 +152,7 @@ Execution::Progress Execution::advance() {
   if (done()) return Progress::Done;
   if (!moved && context_.deadline.expired())
     failWith(weftTimeout, fmt::format("rank {}: {} timed out after {} ms; still waiting for {}",
-                                      context_.rank, works_.front().name, context_.timeoutMs,
+                                      context_.rank, works_.front().name.str(), context_.timeoutMs,
                                       pendingSummary()));
   return moved ? Progress::Moved : Progress::Idle;
 }

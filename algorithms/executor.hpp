@@ -12,6 +12,7 @@
 #include "algorithms/reduce/reduce.hpp"
 #include "algorithms/schedule.hpp"
 #include "lib/base/deadline.hpp"
+#include "lib/base/describer.hpp"
 #include "transports/transport.hpp"
 
 namespace weft {
@@ -29,7 +30,7 @@ struct Work {
   ReduceFn reduce = nullptr;  // for RecvReduce and Reduce steps
   uint32_t elemSize = 1;
   uint64_t tagBase = 0;       // OR-ed with each step's message index to form the transport tag
-  std::string name;           // "AllReduce #12": names the operation in error messages
+  Describer name;             // "AllReduce(...) #12": names the operation in error messages
 };
 
 struct ExecutionContext {

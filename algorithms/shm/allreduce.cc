@@ -32,6 +32,7 @@ void copyOut(void* dst, const void* src, size_t bytes, size_t totalBytes) {
 void ShmCollectives::allReduce(const NativeCall& call) {
   const uint64_t bytes = call.count * call.elemSize;
   if (oversubscribed_ && n() > 1 && bytes <= kOneShotBytes) return allReduceLastArriver(call);
+  if (n() > 1 && bytes <= kInlineBytes) return allReduceInline(call);
   if (bytes <= kOneShotBytes || n() == 1) return allReduceOneShot(call);
   const Path path = choosePath(call);
   if (path == Path::Staged) return allReduceStaged(call);
@@ -64,6 +65,34 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     arrive();
     releaseSlot(s);
   }
+}
+
+// Tiny payloads: each rank writes its input into its own inline line and bumps that line's
+// sequence number; readers wait on each peer's line and find the data in the same cache line.
+// Lines alternate by call. A rank rewrites a line two calls later, once every peer has
+// published the call in between, which it does only after reading the line: one publish per
+// call, no other flag.
+void ShmCollectives::allReduceInline(const NativeCall& call) {
+  const uint64_t bytes = call.count * call.elemSize;
+  const uint32_t calls = ++inlineCalls_;
+  const int parity = calls & 1;
+  if (calls > 2)
+    for (int q = 0; q < n(); ++q)
+      if (q != me())
+        waitFor(segment_.control(q).inlined[parity ^ 1], calls - 1, *wait_, group_.ranks[q]);
+  SharedFlag& mine = segment_.control(me()).inlined[parity];
+  std::memcpy(mine.payload, call.sendbuff, bytes);
+  mine.publish(calls);
+  // Every rank reduces in rank order, so every rank computes the same bits.
+  auto line = [&](int q) -> const uint8_t* {
+    const SharedFlag& theirs = segment_.control(q).inlined[parity];
+    if (q != me()) waitFor(theirs, calls, *wait_, group_.ranks[q]);
+    return theirs.payload;
+  };
+  uint8_t acc[sizeof(SharedFlag::payload)];
+  call.reduce(acc, line(0), line(1), call.count);
+  for (int q = 2; q < n(); ++q) call.reduce(acc, acc, line(q), call.count);
+  std::memcpy(call.recvbuff, acc, bytes);
 }
 
 // Ranks that share cores: every rank stages its input and counts itself in; the last to arrive

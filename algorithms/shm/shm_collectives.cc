@@ -73,7 +73,7 @@ void ShmCollectives::setUp(const WaitContext& wait) {
   const bool ok = got == sizeof seen && seen == kCmaProbe;
   if (!ok)
     WEFT_INFO(kSubsysShm, "{}: CMA from rank {} refused ({}); copying through shared memory",
-              wait.what, group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
+              wait.what(), group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
   mine.flags = ok ? 1 : 0;
   publishExposure(mine);
   for (int q = 0; q < n(); ++q) cmaWorks_ &= exposure(q).flags == 1;
@@ -83,7 +83,7 @@ void ShmCollectives::setUp(const WaitContext& wait) {
 ShmCollectives::Path ShmCollectives::choosePath(const NativeCall& call) {
   const Path path = decidePath(call);
   static constexpr const char* kNames[] = {"staged", "direct", "cma"};
-  WEFT_TRACE(kSubsysShm, "{}: {} path", wait_->what, kNames[static_cast<int>(path)]);
+  WEFT_TRACE(kSubsysShm, "{}: {} path", wait_->what(), kNames[static_cast<int>(path)]);
   return path;
 }
 
@@ -174,7 +174,7 @@ void ShmCollectives::copyFromPeer(Path path, int q, Side side, uint64_t offset, 
     const ssize_t got = process_vm_readv(static_cast<pid_t>(e.pid), &local, 1, &far, 1, 0);
     if (got <= 0) {
       if (got < 0 && errno == EINTR) continue;
-      fail(weftSystemError, "{}: process_vm_readv from rank {} (pid {}): {}", wait_->what,
+      fail(weftSystemError, "{}: process_vm_readv from rank {} (pid {}): {}", wait_->what(),
            group_.ranks[q], e.pid, got < 0 ? std::strerror(errno) : "short read");
     }
     done += static_cast<uint64_t>(got);

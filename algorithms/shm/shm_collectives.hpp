@@ -68,6 +68,8 @@ class ShmCollectives {
 
   // Small allreduces (bytes per rank) go one-shot up to this size.
   static constexpr uint64_t kOneShotBytes = 16 << 10;
+  // ... and up to this size their payload travels inside the flag's cache line.
+  static constexpr uint64_t kInlineBytes = sizeof(SharedFlag::payload);
   // Processes with private buffers: CMA below this many bytes per rank, staged from it.
   static constexpr uint64_t kStagedFromBytes = 16 << 20;
 
@@ -104,6 +106,7 @@ class ShmCollectives {
   void allReduce(const NativeCall& call);
   void allReduceOneShot(const NativeCall& call);
   void allReduceLastArriver(const NativeCall& call);
+  void allReduceInline(const NativeCall& call);
   void allReduceStaged(const NativeCall& call);
   void allReducePeerRead(const NativeCall& call, Path path);
   void reduceScatter(const NativeCall& call);
@@ -123,6 +126,7 @@ class ShmCollectives {
   bool cmaWorks_ = true;
   bool oversubscribed_ = false;
   uint32_t lastArriverCalls_ = 0;        // calls of allReduceLastArriver so far
+  uint32_t inlineCalls_ = 0;             // calls of allReduceInline so far
   uint32_t phase_ = 0;                   // this rank's last published phase
   uint32_t exposures_ = 0;               // calls that exchanged exposures
   int parity_ = 0;                       // next staging slot

@@ -116,18 +116,18 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   ShmTransportOptions transportOptions;
   transportOptions.label = label_;
   transport_ = createShmTransport(*segment_, group, transportOptions);
-  shm_->setUp(shmWait("shared-memory set-up"));
+  shm_->setUp(shmWait({nullptr, nullptr, "shared-memory set-up"}));
   if (mode == ShmMode::Cma && !shm_->cmaWorks())
     fail(weftSystemError, "{}: WEFT_SHM_MODE=cma, but the kernel refuses CMA between these "
          "processes (ptrace_scope?)", label_);
 }
 
-WaitContext Comm::shmWait(const std::string& what) {
+WaitContext Comm::shmWait(Describer op) {
   WaitContext w;
-  w.deadline = deadline();
   w.timeoutMs = config_.timeoutMs;
   w.abortFlag = abortFlag();
-  w.what = fmt::format("{}: {}", label_, what);
+  w.prefix = label_;
+  w.op = op;
   w.spinNs = spinNs_;
   if (localPeers_) w.checkPeers = [this] { checkLocalPeers(); };
   return w;
@@ -165,33 +165,48 @@ Comm::Reservation Comm::reserve(uint64_t collectives) {
 uint64_t Comm::nextSendSeq(int peer) { return sendSeq_[peer]++; }
 uint64_t Comm::nextRecvSeq(int peer) { return recvSeq_[peer]++; }
 
-void Comm::waitTurn(uint64_t ticket, Deadline deadline) {
+void Comm::waitTurn(uint64_t ticket) {
+  if (turn_.load(std::memory_order_acquire) == ticket) return;  // the usual case: no lock
+  const Deadline deadline = this->deadline();
   std::unique_lock lock(turnMutex_);
-  while (turn_ != ticket) {
-    if (aborted()) fail(kAbortedResult, "{}: operation not started: the communicator was aborted",
-                        label_);
-    if (deadline.expired())
+  turnWaiters_.fetch_add(1, std::memory_order_seq_cst);
+  while (turn_.load(std::memory_order_seq_cst) != ticket) {
+    if (aborted() || deadline.expired()) {
+      turnWaiters_.fetch_sub(1);
+      if (aborted())
+        fail(kAbortedResult, "{}: operation not started: the communicator was aborted", label_);
       fail(weftTimeout,
            "{}: operation #{} waited {} ms for the communicator's earlier operations to finish",
            label_, ticket, config_.timeoutMs);
+    }
     turnCv_.wait_for(lock, std::chrono::milliseconds(kTurnPollMs));
   }
+  turnWaiters_.fetch_sub(1);
 }
 
 void Comm::endTurn(uint64_t ticket) {
-  {
+  if (!anyAbandoned_.load(std::memory_order_acquire)) {
+    turn_.store(ticket + 1, std::memory_order_seq_cst);
+  } else {
     std::lock_guard lock(turnMutex_);
-    turn_ = ticket + 1;
-    while (abandoned_.erase(turn_) > 0) ++turn_;
+    uint64_t next = ticket + 1;
+    while (abandoned_.erase(next) > 0) ++next;
+    turn_.store(next, std::memory_order_seq_cst);
   }
-  turnCv_.notify_all();
+  // A waiter registers before it checks turn_ (both sequentially consistent), so either it saw
+  // the new turn or it is counted here and gets the notification under the lock.
+  if (turnWaiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard lock(turnMutex_);
+    turnCv_.notify_all();
+  }
 }
 
 void Comm::abandonTurn(uint64_t ticket) {
   {
     std::lock_guard lock(turnMutex_);
-    if (ticket != turn_) {
+    if (ticket != turn_.load()) {
       abandoned_.insert(ticket);
+      anyAbandoned_.store(true, std::memory_order_release);
       return;
     }
   }
@@ -200,20 +215,26 @@ void Comm::abandonTurn(uint64_t ticket) {
 
 void Comm::waitIdle(Deadline deadline) {
   std::unique_lock lock(turnMutex_);
-  while (turn_ != nextTicket_.load(std::memory_order_acquire)) {
-    if (deadline.expired())
+  turnWaiters_.fetch_add(1, std::memory_order_seq_cst);
+  while (turn_.load() != nextTicket_.load(std::memory_order_acquire)) {
+    if (deadline.expired()) {
+      turnWaiters_.fetch_sub(1);
       fail(weftTimeout, "{}: {} operation(s) still unfinished after {} ms", label_,
-           nextTicket_.load() - turn_, config_.timeoutMs);
+           nextTicket_.load() - turn_.load(), config_.timeoutMs);
+    }
     turnCv_.wait_for(lock, std::chrono::milliseconds(kTurnPollMs));
   }
+  turnWaiters_.fetch_sub(1);
 }
 
 void Comm::setFailed(const Error& error) {
   std::lock_guard lock(failureMutex_);
   if (!failure_) failure_ = error;
+  failed_.store(true, std::memory_order_release);
 }
 
 std::optional<Error> Comm::failure() const {
+  if (!failed_.load(std::memory_order_acquire)) return std::nullopt;  // no lock on the hot path
   std::lock_guard lock(failureMutex_);
   return failure_;
 }

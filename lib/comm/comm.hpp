@@ -21,6 +21,7 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/schedule_cache.hpp"
 #include "lib/base/deadline.hpp"
+#include "lib/base/describer.hpp"
 #include "lib/base/error.hpp"
 #include "lib/comm/config.hpp"
 #include "lib/comm/redop.hpp"
@@ -74,8 +75,9 @@ class Comm {
   uint64_t nextRecvSeq(int peer);
   std::unique_lock<std::mutex> lockIssue() { return std::unique_lock(issueMutex_); }
 
-  // Turns: waits until every earlier ticket has ended. Throws on timeout or abort.
-  void waitTurn(uint64_t ticket, Deadline deadline);
+  // Turns: waits until every earlier ticket has ended. Throws on timeout (the communicator's
+  // deadline, from when the wait started) or abort.
+  void waitTurn(uint64_t ticket);
   void endTurn(uint64_t ticket);
   // A ticket whose operation will never run (it failed before its turn): skipped when reached.
   void abandonTurn(uint64_t ticket);
@@ -101,9 +103,9 @@ class Comm {
   // Native shared-memory collectives: set when every rank shares this host and they are not
   // disabled (WEFT_SHM_DISABLE); null otherwise.
   ShmCollectives* shm() { return shm_.get(); }
-  // What a shared-memory wait of the operation `what` watches: the deadline, abort, and the
+  // What a shared-memory wait of the operation `op` watches: the deadline, abort, and the
   // processes of the other local ranks (a dead one is weftRemoteError naming it).
-  WaitContext shmWait(const std::string& what);
+  WaitContext shmWait(Describer op);
   // Logs at INFO the first time a collective runs with `how`, and when that changes.
   void noteChoice(Collective collective, const char* how);
   TunerOverrides& overrides() { return overrides_; }
@@ -135,11 +137,14 @@ class Comm {
 
   std::mutex turnMutex_;
   std::condition_variable turnCv_;
-  uint64_t turn_ = 0;
-  std::set<uint64_t> abandoned_;
+  std::atomic<uint64_t> turn_{0};         // the ticket allowed to run
+  std::atomic<int> turnWaiters_{0};       // threads waiting in waitTurn/waitIdle
+  std::set<uint64_t> abandoned_;          // under turnMutex_
+  std::atomic<bool> anyAbandoned_{false};
 
   mutable std::mutex failureMutex_;
   std::optional<Error> failure_;
+  std::atomic<bool> failed_{false};
 
   ScheduleCache schedules_;
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> scratch_{nullptr, [](uint8_t*) {}};

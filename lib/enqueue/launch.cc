@@ -104,11 +104,12 @@ void checkPointToPointOverlap(const Comm& comm, const std::vector<PlannedOp>& op
 
 std::vector<Task> plan(std::vector<Submission>& submissions) {
   std::vector<Task> tasks;
-  std::map<Comm*, size_t> index;
   for (Submission& s : submissions) {
-    auto [it, fresh] = index.try_emplace(s.comm.get(), tasks.size());
-    if (fresh) tasks.push_back({s.comm, s.stream, {}, 0});
-    Task& t = tasks[it->second];
+    // Groups hold a handful of communicators: a linear search beats a map.
+    auto it = std::find_if(tasks.begin(), tasks.end(),
+                           [&](const Task& t) { return t.comm.get() == s.comm.get(); });
+    if (it == tasks.end()) it = tasks.insert(tasks.end(), {s.comm, s.stream, {}, 0});
+    Task& t = *it;
     if (t.stream != s.stream)
       fail(weftInvalidUsage,
            "{}: operations of one communicator in a group must use the same stream",
@@ -153,8 +154,15 @@ struct PostDivide {
 
 struct NativeItem {
   NativeCall call;
-  std::string name;
+  Describer name;
 };
+
+// "AllReduce(count=1024, float, sum) #12", made only for messages.
+std::string describePlanned(const void* what) {
+  const auto* p = static_cast<const PlannedOp*>(what);
+  if (p->selfSource) return describe(p->op) + " from itself";
+  return fmt::format("{} #{}", describe(p->op), p->seq);
+}
 
 struct Prepared {
   std::vector<std::shared_ptr<const Schedule>> schedules;  // kept alive while running
@@ -194,13 +202,13 @@ Prepared prepare(Task& task) {
     if (p.selfSource) {
       schedule = std::make_shared<const Schedule>(buildSelfCopy(bytes));
       w.buffers.send = p.selfSource;
-      w.name = fmt::format("{} from itself", describe(op));
+      w.name = {&describePlanned, &p};
     } else if (op.collective == Collective::Send || op.collective == Collective::Recv) {
       schedule = std::make_shared<const Schedule>(op.collective == Collective::Send
                                                        ? buildSend(op.root, bytes)
                                                        : buildRecv(op.root, bytes));
       w.tagBase = kPointToPointBit | (p.seq & kPointToPointSeqMask);
-      w.name = fmt::format("{} #{}", describe(op), p.seq);
+      w.name = {&describePlanned, &p};
     } else {
       CollectiveShape shape;
       shape.collective = op.collective;
@@ -224,7 +232,7 @@ Prepared prepare(Task& task) {
       if (!choice.algorithm) {
         comm.noteChoice(op.collective, "shared memory (native)");
         item.native = true;
-        w.name = fmt::format("{} #{}", describe(op), p.seq);
+        w.name = {&describePlanned, &p};
         if (item.prescaleElements) item.prescaleOffset = take(item.prescaleElements * es);
         items.push_back(std::move(item));
         continue;
@@ -236,8 +244,8 @@ Prepared prepare(Task& task) {
         fail(weftInternalError, "{}: {} needs {} messages per peer; the limit is {}",
              comm.label(), describe(op), schedule->maxTag + 1, 1u << kMessageBits);
       w.tagBase = (p.seq & kCollectiveSeqMask) << kMessageBits;
-      w.name = fmt::format("{} #{}", describe(op), p.seq);
-      WEFT_TRACE(kSubsysColl, "{}: {} with {} (chunk {} B, {} steps)", comm.label(), w.name,
+      w.name = {&describePlanned, &p};
+      WEFT_TRACE(kSubsysColl, "{}: {} with {} (chunk {} B, {} steps)", comm.label(), w.name.str(),
                  choice.algorithm->name, shape.chunkBytes, schedule->steps.size());
     }
     w.schedule = schedule.get();
@@ -276,7 +284,7 @@ Prepared prepare(Task& task) {
       call.reduce = w.reduce;
       call.root = op.root;
       call.inPlace = w.buffers.send == op.sendbuff && isInPlace(op, rank, n);
-      prepared.natives.push_back({call, std::move(w.name)});
+      prepared.natives.push_back({call, w.name});
       continue;
     }
     works.push_back(std::move(w));
@@ -286,7 +294,8 @@ Prepared prepare(Task& task) {
   context.deadline = comm.deadline();
   context.timeoutMs = comm.config().timeoutMs;
   context.abortFlag = comm.abortFlag();
-  prepared.execution = std::make_unique<Execution>(comm.transport(), std::move(works), context);
+  if (!works.empty())
+    prepared.execution = std::make_unique<Execution>(comm.transport(), std::move(works), context);
   return prepared;
 }
 
@@ -326,15 +335,15 @@ void runTasks(std::vector<Task>& tasks) {
   size_t held = 0;  // tasks[0, held) hold their turn
   try {
     for (; held < tasks.size(); ++held)
-      tasks[held].comm->waitTurn(tasks[held].ticket, tasks[held].comm->deadline());
+      tasks[held].comm->waitTurn(tasks[held].ticket);
     for (Task& t : tasks) t.comm->checkUsable();
     std::vector<Prepared> prepared;
     std::vector<Execution*> executions;
     for (Task& t : tasks) {
       prepared.push_back(prepare(t));
-      executions.push_back(prepared.back().execution.get());
+      if (prepared.back().execution) executions.push_back(prepared.back().execution.get());
     }
-    runToCompletion(executions);
+    if (!executions.empty()) runToCompletion(executions);
     for (size_t i = 0; i < tasks.size(); ++i) {
       Comm& comm = *tasks[i].comm;
       for (const NativeItem& native : prepared[i].natives)

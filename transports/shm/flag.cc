@@ -60,12 +60,13 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
     sched_yield();
   }
   auto& mutableFlag = const_cast<SharedFlag&>(flag);
+  const Deadline deadline = Deadline::afterMs(context.timeoutMs);
   for (;;) {
     if (context.abortFlag && context.abortFlag->load(std::memory_order_relaxed))
-      fail(kAbortedResult, "{}: stopped: the communicator was aborted", context.what);
-    if (context.deadline.expired())
+      fail(kAbortedResult, "{}: stopped: the communicator was aborted", context.what());
+    if (deadline.expired())
       fail(weftTimeout, "{} timed out after {} ms; still waiting for rank(s) {} (shared memory)",
-           context.what, context.timeoutMs, who);
+           context.what(), context.timeoutMs, who);
     if (context.checkPeers) context.checkPeers();
     mutableFlag.sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = flag.value.load(std::memory_order_seq_cst);

@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "lib/base/deadline.hpp"
+#include "lib/base/describer.hpp"
 
 namespace weft {
 
@@ -35,14 +37,18 @@ inline bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b)
 
 // What a wait must watch besides its flag.
 struct WaitContext {
-  Deadline deadline = Deadline::never();
-  int64_t timeoutMs = 0;  // for messages only
+  // Each wait gives up timeoutMs after it started (counted from its first nap, so that waits
+  // that end while spinning never read the clock).
+  int64_t timeoutMs = 0;
   const std::atomic<bool>* abortFlag = nullptr;
   // Called every few milliseconds while sleeping; throws (e.g. weftRemoteError naming a peer
   // that died) to end the wait. May be empty.
   std::function<void()> checkPeers;
-  // Names the wait in timeout and abort messages: "rank 1 of 4: AllReduce #12".
-  std::string what;
+  // Name the wait in timeout and abort messages: "<prefix>: <op>", as "rank 1 of 4:
+  // AllReduce(...) #12". Formatted only when a message is made.
+  std::string_view prefix;
+  Describer op;
+  std::string what() const { return std::string(prefix) + ": " + op.str(); }
   // How long to spin before yielding. When every rank has a core of its own, spinning long is
   // cheap and sleeping is dear (waking an idle virtual CPU can take tens of microseconds);
   // when ranks share cores, a spinning rank steals the time its peer needs.

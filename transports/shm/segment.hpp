@@ -37,6 +37,9 @@ struct RankControl {
   // Where this rank's buffers of the current collective are, for peers that read them in
   // place: two cache lines per call, double-buffered by call (algorithms/shm).
   alignas(64) uint8_t exposure[2][128];
+  // Tiny payloads published with their own sequence number in one cache line, so a reader gets
+  // flag and data in one transfer; double-buffered by call (algorithms/shm).
+  SharedFlag inlined[2];
 };
 
 struct SegmentGeometry {

@@ -218,7 +218,7 @@ TEST_CASE("bad command lines are errors that say what was wrong") {
   }
 }
 
-TEST_CASE("-R 1 asks for registered weftMemAlloc buffers, as nccl-tests' -R") {
+TEST_CASE("registered buffers: -R 1 asks for weftMemAlloc buffers, as nccl-tests' -R") {
   CHECK_FALSE(ok({"all_reduce"}).registered);
   CHECK(ok({"all_reduce", "-R", "1"}).registered);
   CHECK(ok({"all_reduce", "--local_register=1"}).registered);
