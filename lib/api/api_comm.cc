@@ -5,6 +5,7 @@
 
 #include "lib/api/handles.hpp"
 #include "lib/base/env.hpp"
+#include "lib/base/launch_env.hpp"
 #include "lib/base/log.hpp"
 #include "lib/bootstrap/root.hpp"
 #include "lib/bootstrap/unique_id.hpp"

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "lib/base/error.hpp"
+#include "lib/base/launch_env.hpp"
 
 namespace weft {
 namespace {
@@ -28,18 +29,14 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_SHM_MODE", "auto",
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped, else "
            "CMA, else staged), staged (always through the segment) or cma"},
-    EnvVar{"WEFT_UNIQUE_ID", "(set by weftrun)",
-           "the job's unique id, hex: weftCommInitFromEnv joins the communicator it names"},
-    EnvVar{"WEFT_RANK", "(set by weftrun)", "this process's rank, for weftCommInitFromEnv"},
-    EnvVar{"WEFT_NRANKS", "(set by weftrun)", "the number of ranks, for weftCommInitFromEnv"},
-    EnvVar{"WEFT_LOCAL_RANK", "(set by weftrun)", "this process's rank among those on its host"},
-    EnvVar{"WEFT_LOCAL_SIZE", "(set by weftrun)", "the number of ranks on this host"},
 };
 
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
   return s;
 }
+
+}  // namespace
 
 int64_t parseInteger(const char* name, const char* text, int64_t min, int64_t max) {
   std::string_view s(text);
@@ -52,9 +49,13 @@ int64_t parseInteger(const char* name, const char* text, int64_t min, int64_t ma
   return value;
 }
 
-}  // namespace
+std::span<const EnvVar> runtimeVariables() { return kVariables; }
 
-std::span<const EnvVar> envVariables() { return kVariables; }
+std::vector<EnvVar> envVariables() {
+  std::vector<EnvVar> all(kVariables.begin(), kVariables.end());
+  for (const EnvVar& v : launchVariables()) all.push_back(v);
+  return all;
+}
 
 std::optional<LogLevel> parseLogLevel(const std::string& text) {
   const std::string u = upper(text);
@@ -116,21 +117,6 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
       fail(weftInvalidArgument, "WEFT_SHM_MODE='{}': expected auto, staged or cma", v);
   }
   return env;
-}
-
-LaunchEnv parseLaunchEnv(const std::function<const char*(const char*)>& get) {
-  LaunchEnv out;
-  auto integer = [&](const char* name, int64_t min) -> std::optional<int> {
-    const char* v = get(name);
-    if (v == nullptr || *v == 0) return std::nullopt;
-    return static_cast<int>(parseInteger(name, v, min, (int64_t{1} << 31) - 1));
-  };
-  if (const char* v = get("WEFT_UNIQUE_ID"); v && *v) out.uniqueIdHex = v;
-  out.rank = integer("WEFT_RANK", 0);
-  out.nranks = integer("WEFT_NRANKS", 1);
-  out.localRank = integer("WEFT_LOCAL_RANK", 0);
-  out.localSize = integer("WEFT_LOCAL_SIZE", 1);
-  return out;
 }
 
 namespace {

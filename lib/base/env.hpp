@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace weft {
 
@@ -42,7 +43,10 @@ struct EnvVar {
   const char* defaultValue;
   const char* description;
 };
-std::span<const EnvVar> envVariables();
+// Every variable weft reads: this file's and launch_env.hpp's.
+std::vector<EnvVar> envVariables();
+// This file's own rows.
+std::span<const EnvVar> runtimeVariables();
 
 // Pure parser: `get` returns the value of a variable or nullptr. Throws Error on a bad value.
 Env parseEnv(const std::function<const char*(const char*)>& get);
@@ -51,16 +55,6 @@ Env parseEnv(const std::function<const char*(const char*)>& get);
 const Env& env();
 // Same, without throwing: a default Env when the environment is bad (for logging).
 const Env& envOrDefaults();
-
-// What a launcher (weftrun) tells each rank. Read on every call: a process may start several
-// communicators, and tests change the environment.
-struct LaunchEnv {
-  std::optional<std::string> uniqueIdHex;  // WEFT_UNIQUE_ID
-  std::optional<int> rank, nranks;         // WEFT_RANK, WEFT_NRANKS
-  std::optional<int> localRank, localSize; // WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE
-};
-// Throws weftInvalidArgument naming the variable when a value is malformed.
-LaunchEnv parseLaunchEnv(const std::function<const char*(const char*)>& get);
 
 // Parses "WARN", "INFO", ... (case-insensitive); nullopt for anything else.
 std::optional<LogLevel> parseLogLevel(const std::string& text);
