@@ -150,6 +150,14 @@ Execution::Progress Execution::advance() {
     if (ready_.empty()) break;
   }
   if (done()) return Progress::Done;
+  if (!moved && context_.stopOnLostPeer) {
+    // A peer that is gone stops the whole operation, even if this rank waits on another one
+    // (which may itself be stuck behind the dead peer).
+    const std::string lost = transport_.lostPeer();
+    if (!lost.empty())
+      failWith(weftRemoteError, fmt::format("rank {}: {} cannot finish: {}", context_.rank,
+                                            works_.front().name.str(), lost));
+  }
   if (!moved && context_.deadline.expired())
     failWith(weftTimeout, fmt::format("rank {}: {} timed out after {} ms; still waiting for {}",
                                       context_.rank, works_.front().name.str(), context_.timeoutMs,

@@ -38,6 +38,9 @@ struct ExecutionContext {
   Deadline deadline = Deadline::never();
   int64_t timeoutMs = 0;                   // for messages only
   const std::atomic<bool>* abortFlag = nullptr;
+  // Stop when the transport reports any peer gone (see Transport::lostPeer). Off for exchanges
+  // among survivors that expect some peer to be gone (shrink).
+  bool stopOnLostPeer = true;
 };
 
 class Execution {

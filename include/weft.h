@@ -139,6 +139,20 @@ weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId c
 weftResult_t weftCommInitAll(weftComm_t* comms, int nranks, const int* devlist);
 /* Rank, size and rendezvous from the launcher's environment (weftrun). config may be NULL. */
 weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);
+/* Split: collective over comm. Ranks passing the same color form a new communicator, ranked by
+ * (key, rank in comm); WEFT_SPLIT_NOCOLOR takes part and gets *newcomm = NULL. config NULL:
+ * the parent's configuration. */
+#define WEFT_SPLIT_NOCOLOR -1
+weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm,
+                           weftConfig_t* config);
+/* Shrink: called by every rank of comm not in excludeRanksList (typically ranks that died);
+ * they form a new communicator in comm's rank order. Works on a communicator that failed.
+ * WEFT_SHRINK_DEFAULT: no operation may be running on comm. WEFT_SHRINK_ABORT: operations
+ * still running on comm are stopped first (comm is then aborted). */
+#define WEFT_SHRINK_DEFAULT 0x00
+#define WEFT_SHRINK_ABORT 0x01
+weftResult_t weftCommShrink(weftComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            weftComm_t* newcomm, weftConfig_t* config, int shrinkFlags);
 weftResult_t weftCommFinalize(weftComm_t comm);
 weftResult_t weftCommDestroy(weftComm_t comm);
 weftResult_t weftCommAbort(weftComm_t comm);

@@ -57,6 +57,12 @@ class Transport {
   // Tears down connections. The caller has passed a barrier with every peer first, so no peer
   // still sends. Waits at most until the deadline.
   virtual void close(Deadline deadline) = 0;
+
+  // A peer this transport knows is gone (its process exited, its connection broke) and why, as
+  // "rank 2: process 1234 exited"; empty while every peer is fine. The executor stops an
+  // operation when any peer is gone: a collective cannot finish without it even where this rank
+  // does not talk to it directly. Transports learn of failures inside progress().
+  virtual std::string lostPeer() const { return {}; }
 };
 
 // Out-of-band exchange among the ranks of a communicator, used by transports to swap addresses

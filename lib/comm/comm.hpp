@@ -63,6 +63,8 @@ class Comm {
   const std::string& label() const { return label_; }
   Deadline deadline() const { return Deadline::afterMs(config_.timeoutMs); }
   Transport& transport() { return *transport_; }
+  // The communicator's bootstrap (null for communicators made over a given transport).
+  Bootstrap* bootstrap() { return bootstrap_.get(); }
 
   // Issue order. reserve() hands out the next ticket, collective sequence numbers and the
   // point-to-point sequence numbers of one launch, atomically.
@@ -89,6 +91,9 @@ class Comm {
   std::optional<Error> failure() const;
   // Throws if the communicator cannot run operations (failed, aborted, finalized).
   void checkUsable() const;
+
+  // Numbers successive shrinks of this communicator (their messages must not meet).
+  uint64_t nextShrinkRound() { return shrinkRounds_++; }
 
   // Abort: every wait on this communicator returns with an error.
   void abort();
@@ -141,6 +146,7 @@ class Comm {
   std::atomic<int> turnWaiters_{0};       // threads waiting in waitTurn/waitIdle
   std::set<uint64_t> abandoned_;          // under turnMutex_
   std::atomic<bool> anyAbandoned_{false};
+  uint64_t shrinkRounds_ = 0;
 
   mutable std::mutex failureMutex_;
   std::optional<Error> failure_;

@@ -198,6 +198,7 @@ void ShmTransport::checkPeers() {
       auto it = std::lower_bound(ranks_.begin(), ranks_.end(), rank);
       Peer& p = peers_[static_cast<size_t>(it - ranks_.begin())];
       failPeer(p, fmt::format("rank {} (pid {}) exited", p.rank, p.pid));
+      if (lost_.empty()) lost_ = p.failure;
     }
   }
   for (Peer& p : peers_) {

@@ -129,6 +129,7 @@ class ShmTransport final : public Transport {
   bool progress() override;
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline); }
+  std::string lostPeer() const override { return lost_; }
 
  private:
   // shm_transport.cc: bookkeeping, failures, teardown.
@@ -193,6 +194,7 @@ class ShmTransport final : public Transport {
   std::vector<Unexpected*> freeUnexpected_;
   ProcessWatch watch_;
   std::vector<int> exited_;
+  std::string lost_;  // the first peer whose process exited, for lostPeer()
   uint32_t progressCalls_ = 0;
   Clock::time_point nextCheck_{};
   bool cmaRefused_ = false;  // kAuto only: the kernel refused CMA once; pull from now on

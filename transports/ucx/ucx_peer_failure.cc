@@ -27,6 +27,7 @@ void UcxTransport::markPeerFailed(int peer, ucs_status_t status, std::string det
   p.failStatus = status;
   p.failDetail = std::move(detail);
   failedQueue_.push_back(peer);
+  if (lost_.empty()) lost_ = fmt::format("rank {}: {}", peer, p.failDetail);
 }
 
 void UcxTransport::pollWatch() {

@@ -106,6 +106,7 @@ class UcxTransport final : public Transport {
   bool progress() override;
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline, /*force=*/false); }
+  std::string lostPeer() const override { return lost_; }
 
   // Called from UCP callbacks.
   void completeOp(PendingOp* op, ucs_status_t status, size_t length);
@@ -137,6 +138,7 @@ class UcxTransport final : public Transport {
   std::unique_ptr<Peer[]> peers_;
   ProcessWatch watch_;
   std::vector<int> failedQueue_;  // reserved for every peer: marking a failure never allocates
+  std::string lost_;              // the first peer that failed, for lostPeer()
   std::vector<int> exited_;
   int drainingPeers_ = 0;
   uint32_t progressCalls_ = 0;

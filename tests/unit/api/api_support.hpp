@@ -22,6 +22,8 @@ inline void onEveryRank(int n, const std::function<void(int)>& body) {
         body(r);
       } catch (const std::exception& e) {
         failures[r] = e.what();
+      } catch (...) {  // a failed REQUIRE: Catch reports it itself
+        failures[r] = "a check failed on this rank (see above)";
       }
     });
   for (std::thread& t : threads) t.join();

@@ -1,0 +1,131 @@
+// Kill one rank of N during an allreduce loop: every survivor gets an error naming it, shrinks
+// the communicator without it, and finishes the loop on the survivors with correct results.
+//
+//   weft-test-shrink NRANKS BYTES   (the parent hosts the rendezvous and starts the ranks)
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "include/weft.h"
+
+namespace {
+
+constexpr int kVictim = 2;
+constexpr int kIterations = 60;
+constexpr int kDeathAt = 20;
+
+int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.timeoutMs = 60000;
+  weftComm_t comm;
+  if (weftCommInitRankConfig(&comm, n, id, rank, &config) != weftSuccess) {
+    std::fprintf(stderr, "rank %d: init: %s\n", rank, weftGetLastError(nullptr));
+    return 2;
+  }
+  std::vector<float> x(bytes / sizeof(float));
+  int members = n;        // ranks in the communicator now
+  int contributors = 0;   // sum of (parent rank + 1) over them
+  for (int r = 0; r < n; ++r) contributors += r + 1;
+  bool shrunk = false;
+  for (int i = 0; i < kIterations; ++i) {
+    if (rank == kVictim && i == kDeathAt) kill(getpid(), SIGKILL);
+    std::fill(x.begin(), x.end(), float(rank + 1));
+    const auto start = std::chrono::steady_clock::now();
+    weftResult_t result =
+        weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comm, nullptr);
+    if (result != weftSuccess) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string why = weftGetLastError(comm);
+      std::printf("rank %d: iteration %d: %s after %.3f s: %s\n", rank, i,
+                  weftGetErrorString(result), seconds, why.c_str());
+      if (shrunk || (result != weftRemoteError && result != weftTimeout) ||
+          why.find(std::to_string(kVictim)) == std::string::npos)
+        return 1;
+      int excluded[] = {kVictim};
+      weftComm_t smaller;
+      if (weftCommShrink(comm, excluded, 1, &smaller, nullptr, WEFT_SHRINK_DEFAULT) !=
+          weftSuccess) {
+        std::printf("rank %d: shrink: %s\n", rank, weftGetLastError(nullptr));
+        return 1;
+      }
+      weftCommAbort(comm);  // the old communicator failed: release it locally
+      comm = smaller;
+      shrunk = true;
+      members = n - 1;
+      contributors -= kVictim + 1;
+      --i;  // redo this iteration on the survivors
+      continue;
+    }
+    if (x.front() != float(contributors) || x.back() != float(contributors)) {
+      std::printf("rank %d: iteration %d on %d ranks: got %g, want %d\n", rank, i, members,
+                  x.front(), contributors);
+      return 1;
+    }
+  }
+  int size = 0;
+  weftCommCount(comm, &size);
+  std::printf("rank %d: finished %d iterations, %s on %d ranks\n", rank, kIterations,
+              shrunk ? "the last ones" : "all", size);
+  std::fflush(stdout);
+  const bool ok = shrunk && size == n - 1 && weftCommDestroy(comm) == weftSuccess;
+  return ok ? 0 : 1;
+}
+
+weftUniqueId fromHex(const std::string& hex) {
+  weftUniqueId id{};
+  for (int i = 0; i < WEFT_UNIQUE_ID_BYTES; ++i)
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[1]) == "--rank") {
+    const int code = rankMain(fromHex(argv[5]), std::atoi(argv[3]), std::atoi(argv[2]),
+                              std::strtoull(argv[4], nullptr, 10));
+    std::fflush(stdout);
+    return code;
+  }
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: weft-test-shrink NRANKS BYTES\n");
+    return 2;
+  }
+  weftUniqueId id;
+  if (weftGetUniqueId(&id) != weftSuccess) return 2;
+  std::string hex;
+  for (char c : id.internal) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
+  const int n = std::atoi(argv[1]);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const std::string rank = std::to_string(r);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), argv[1], argv[2], hex.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int failures = 0;
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    const bool expected = r == kVictim ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
+                                       : WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!expected) {
+      std::fprintf(stderr, "rank %d ended unexpectedly (status %#x)\n", r, status);
+      ++failures;
+    }
+  }
+  std::printf(failures ? "FAILED\n" : "the survivors shrank and finished the loop\n");
+  return failures ? 1 : 0;
+}

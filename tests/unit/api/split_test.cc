@@ -1,0 +1,88 @@
+// weftCommSplit and weftCommShrink with ranks as threads.
+#include <algorithm>
+#include <numeric>
+
+#include "unit/api/api_support.hpp"
+
+using namespace weft::testing;
+
+TEST_CASE("split by color orders ranks by key, leaves NOCOLOR out, and the children work") {
+  const int n = 6;
+  ThreadComms comms(n);
+  std::vector<weftComm_t> children(n, nullptr);
+  onEveryRank(n, [&](int r) {
+    // Ranks 0..4: color parity; rank 5: no color. Keys reverse the order within a color.
+    const int color = r == 5 ? WEFT_SPLIT_NOCOLOR : r % 2;
+    REQUIRE(weftCommSplit(comms[r], color, -r, &children[r], nullptr) == weftSuccess);
+    // The parent still works alongside its children.
+    int32_t one = 1;
+    REQUIRE(weftAllReduce(&one, &one, 1, weftInt32, weftSum, comms[r], nullptr) == weftSuccess);
+    CHECK(one == n);
+    if (r == 5) {
+      CHECK(children[r] == nullptr);
+      return;
+    }
+    REQUIRE(children[r] != nullptr);
+    int size = 0, rank = -1;
+    REQUIRE(weftCommCount(children[r], &size) == weftSuccess);
+    REQUIRE(weftCommUserRank(children[r], &rank) == weftSuccess);
+    // Evens {0,2,4} and odds {1,3}, each ranked by descending parent rank.
+    std::vector<int> members;
+    for (int q = n - 2; q >= 0; --q)
+      if (q % 2 == r % 2) members.push_back(q);
+    CHECK(size == static_cast<int>(members.size()));
+    CHECK(rank == static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin()));
+    std::vector<int32_t> x(10000, r);
+    REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, children[r], nullptr) ==
+            weftSuccess);
+    const int32_t want = std::accumulate(members.begin(), members.end(), 0);
+    CHECK(x.front() == want);
+    CHECK(x.back() == want);
+    REQUIRE(weftCommDestroy(children[r]) == weftSuccess);
+  });
+}
+
+TEST_CASE("shrink leaves out the excluded ranks and the survivors carry on") {
+  const int n = 4;
+  ThreadComms comms(n);
+  const int excluded = 2;
+  std::vector<weftComm_t> children(n, nullptr);
+  onEveryRank(n, [&](int r) {
+    if (r == excluded) return;  // it does not take part (as if it had died)
+    int list[] = {excluded};
+    REQUIRE(weftCommShrink(comms[r], list, 1, &children[r], nullptr, WEFT_SHRINK_DEFAULT) ==
+            weftSuccess);
+    int size = 0, rank = -1;
+    REQUIRE(weftCommCount(children[r], &size) == weftSuccess);
+    REQUIRE(weftCommUserRank(children[r], &rank) == weftSuccess);
+    CHECK(size == 3);
+    CHECK(rank == (r < excluded ? r : r - 1));
+    std::vector<float> x(100000, float(r));
+    REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, children[r], nullptr) ==
+            weftSuccess);
+    CHECK(x.front() == 0.0f + 1 + 3);
+    REQUIRE(weftCommDestroy(children[r]) == weftSuccess);
+  });
+  // The parent's ranks that shrank away from rank 2 can no longer agree with it: release it
+  // locally (destroy would wait at a barrier for rank 2's peers).
+  for (int r = 0; r < n; ++r) {
+    REQUIRE(weftCommAbort(comms[r]) == weftSuccess);
+    comms.forget(r);
+  }
+}
+
+TEST_CASE("split and shrink reject bad arguments") {
+  ThreadComms comms(2);
+  weftComm_t child;
+  CHECK(weftCommSplit(nullptr, 0, 0, &child, nullptr) == weftInvalidArgument);
+  CHECK(weftCommSplit(comms[0], 0, 0, nullptr, nullptr) == weftInvalidArgument);
+  CHECK(weftCommSplit(comms[0], -7, 0, &child, nullptr) == weftInvalidArgument);
+  CHECK_THAT(lastError(nullptr), Catch::Contains("color=-7"));
+  int self = 0, outside = 5;
+  CHECK(weftCommShrink(comms[0], &outside, 1, &child, nullptr, 0) == weftInvalidArgument);
+  CHECK_THAT(lastError(nullptr), Catch::Contains("holds 5"));
+  CHECK(weftCommShrink(comms[0], &self, 1, &child, nullptr, 0) == weftInvalidUsage);
+  CHECK(weftCommShrink(comms[0], nullptr, 1, &child, nullptr, 0) == weftInvalidArgument);
+  CHECK(weftCommShrink(comms[0], nullptr, 0, &child, nullptr, 9) == weftInvalidArgument);
+  CHECK_THAT(lastError(nullptr), Catch::Contains("shrinkFlags=9"));
+}
