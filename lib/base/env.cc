@@ -24,6 +24,10 @@ constexpr std::array kVariables = {
            "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
+    EnvVar{"WEFT_CHECK", "0",
+           "1: before each operation the ranks compare what they were asked (collective, count, "
+           "datatype, op, root, sequence number) and fail with weftInvalidUsage naming the "
+           "disagreeing ranks instead of hanging or corrupting"},
     EnvVar{"WEFT_SHM_DISABLE", "0",
            "1: no shared-memory collectives; ranks on one host use the network transport"},
     EnvVar{"WEFT_SHM_MODE", "auto",
@@ -109,6 +113,8 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
   if (const char* v = get("WEFT_SOCKET_IFNAME"); v && *v) env.socketIfname = v;
   if (const char* v = get("WEFT_CHUNK_BYTES"); v && *v)
     env.chunkBytes = parseInteger("WEFT_CHUNK_BYTES", v, 256, int64_t{1} << 40);
+  if (const char* v = get("WEFT_CHECK"); v && *v)
+    env.check = parseInteger("WEFT_CHECK", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)
     env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_MODE"); v && *v) {

@@ -34,6 +34,7 @@ struct Env {
   std::string socketIfname;     // empty: first interface that is up, not loopback, else loopback
   int64_t chunkBytes = 0;       // 0: the tuner decides
   bool shmDisable = false;      // no native shared-memory collectives
+  bool check = false;           // WEFT_CHECK: ranks compare each operation before running it
   std::string shmMode = "auto"; // auto | staged | cma: how shared-memory collectives move data
 };
 

@@ -9,7 +9,9 @@
 #include "algorithms/executor.hpp"
 #include "algorithms/shm/shm_collectives.hpp"
 #include "algorithms/reduce/datatype.hpp"
+#include "lib/base/env.hpp"
 #include "lib/base/log.hpp"
+#include "lib/enqueue/check.hpp"
 #include "lib/comm/comm.hpp"
 #include "lib/enqueue/reduction.hpp"
 #include "lib/stream/host_stream.hpp"
@@ -299,6 +301,27 @@ Prepared prepare(Task& task) {
   return prepared;
 }
 
+// WEFT_CHECK=1: the ranks of every communicator compare the collectives they are about to run.
+void checkConsistency(std::vector<Task>& tasks) {
+  std::vector<std::unique_ptr<ConsistencyCheck>> checks;
+  std::vector<Execution*> executions;
+  for (Task& t : tasks) {
+    std::vector<Operation> collectives;
+    std::vector<uint64_t> seqs;
+    for (const PlannedOp& p : t.ops)
+      if (p.op.collective != Collective::Send && p.op.collective != Collective::Recv) {
+        collectives.push_back(p.op);
+        seqs.push_back(p.seq);
+      }
+    if (collectives.empty() || t.comm->nranks() == 1) continue;
+    checks.push_back(std::make_unique<ConsistencyCheck>(*t.comm, collectives, seqs));
+    executions.push_back(&checks.back()->execution());
+  }
+  if (executions.empty()) return;
+  runToCompletion(executions);
+  for (const auto& c : checks) c->verify();
+}
+
 bool hasCollectives(const Task& t) {
   return std::any_of(t.ops.begin(), t.ops.end(), [](const PlannedOp& p) {
     return p.op.collective != Collective::Send && p.op.collective != Collective::Recv;
@@ -337,6 +360,7 @@ void runTasks(std::vector<Task>& tasks) {
     for (; held < tasks.size(); ++held)
       tasks[held].comm->waitTurn(tasks[held].ticket);
     for (Task& t : tasks) t.comm->checkUsable();
+    if (envOrDefaults().check) checkConsistency(tasks);
     std::vector<Prepared> prepared;
     std::vector<Execution*> executions;
     for (Task& t : tasks) {
