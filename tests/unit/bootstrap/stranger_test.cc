@@ -1,6 +1,10 @@
 // Strangers (no secret, garbage, silence) must neither disturb a job that is forming nor be
 // trusted; the root and the ring listeners close their connections.
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
+
+#include <thread>
 
 #include "lib/bootstrap/frame.hpp"
 #include "lib/bootstrap/handshake.hpp"
@@ -79,6 +83,56 @@ TEST_CASE("a stranger sending random bytes to the root is dropped and the job st
   requireFormed(outcomes);
   CHECK(closedByPeer(garbage.fd(), Deadline::afterMs(kGenerousMs)));
   CHECK(closedByPeer(liar.fd(), Deadline::afterMs(kGenerousMs)));
+}
+
+// A genuine rank's Response, as an eavesdropper records it: the rank answers a challenge that the
+// recorder sent (its own nonce), with the job's real secret.
+std::vector<uint8_t> recordGenuineResponse(const Secret& secret) {
+  int ends[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, ends) == 0);
+  Socket recorder(Fd(ends[0]), SocketAddress{});
+  Socket rank(Fd(ends[1]), SocketAddress{});
+  std::thread genuine([&] {
+    try {
+      authenticateToAcceptor(rank, secret, encodeClaim(Claim{}), Deadline::afterMs(kGenerousMs),
+                             nullptr);
+    } catch (const Error&) {
+      // The recorder never confirms: it closes.
+    }
+  });
+  std::array<uint8_t, kNonceBytes> nonce;
+  randomBytes(nonce);
+  sendFrame(recorder, FrameType::kChallenge, nonce, Deadline::afterMs(kGenerousMs), nullptr,
+            "challenge");
+  const Frame response = receiveFrameOfType(recorder, FrameType::kResponse,
+                                            Deadline::afterMs(kGenerousMs), nullptr, "response");
+  recorder.close();
+  genuine.join();
+  return encodeFrame(FrameType::kResponse, response.payload);
+}
+
+TEST_CASE("a replayed handshake is refused by the root and the job still forms") {
+  auto root = startRoot();
+  const std::vector<uint8_t> recorded = recordGenuineResponse(root->id().secret);
+  Socket replayer;
+  bool challenged = false, confirmed = false;
+  const auto outcomes = formAroundStranger(*root, [&] {
+    replayer = connectStranger(root->id().root);
+    // The root's challenge carries a fresh nonce; the recorded MAC covers another one.
+    receiveFrameOfType(replayer, FrameType::kChallenge, Deadline::afterMs(kGenerousMs), nullptr,
+                       "challenge");
+    challenged = true;
+    replayer.sendAll(recorded, Deadline::afterMs(kGenerousMs), nullptr, "replay");
+    // Accepted, the root would confirm; refused, it closes the connection.
+    try {
+      receiveFrame(replayer, Deadline::afterMs(kGenerousMs), nullptr, "confirm");
+      confirmed = true;
+    } catch (const Error&) {
+    }
+  });
+  requireFormed(outcomes);
+  CHECK(challenged);
+  CHECK_FALSE(confirmed);
 }
 
 TEST_CASE("a stranger that connects to the root and says nothing does not block the job") {
