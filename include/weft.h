@@ -36,8 +36,16 @@ typedef struct {
   char internal[WEFT_UNIQUE_ID_BYTES];
 } weftUniqueId;
 
+/* In C++ the enums below are int-based (as they are in C), so that any int a caller passes
+ * is a value of the type: weft can then reject it with weftInvalidArgument. */
+#ifdef __cplusplus
+#define WEFT_INT_ENUM : int
+#else
+#define WEFT_INT_ENUM
+#endif
+
 /* Result codes (values equal NCCL's). */
-typedef enum {
+typedef enum WEFT_INT_ENUM {
   weftSuccess = 0,
   weftUnhandledCudaError = 1,
   weftSystemError = 2,
@@ -53,7 +61,7 @@ typedef enum {
 /* Reduction operations (values equal NCCL's). Operators made by weftRedOpCreatePreMulSum take
  * values from weftNumOps upward. */
 typedef enum { weftNumOps_dummy = 5 } weftRedOp_dummy_t;
-typedef enum {
+typedef enum WEFT_INT_ENUM {
   weftSum = 0,
   weftProd = 1,
   weftMax = 2,
@@ -64,7 +72,7 @@ typedef enum {
 } weftRedOp_t;
 
 /* Data types (values equal NCCL's). */
-typedef enum {
+typedef enum WEFT_INT_ENUM {
   weftInt8 = 0,
   weftChar = 0,
   weftUint8 = 1,
@@ -88,7 +96,10 @@ typedef enum {
 /* Where the scalar of a pre-multiplied sum lives. Device: the pointer is dereferenced each time
  * a collective uses the operator. HostImmediate: the value is read before the create call
  * returns. */
-typedef enum { weftScalarDevice = 0, weftScalarHostImmediate = 1 } weftScalarResidence_t;
+typedef enum WEFT_INT_ENUM {
+  weftScalarDevice = 0,
+  weftScalarHostImmediate = 1
+} weftScalarResidence_t;
 
 /* Communicator configuration. Always start from WEFT_CONFIG_INITIALIZER; fields left at
  * WEFT_CONFIG_UNDEF_INT / WEFT_CONFIG_UNDEF_PTR take their defaults. */

@@ -71,7 +71,7 @@ inline void encode(weftDataType_t t, double v, void* dst) {
     case weftInt32: { int32_t x = static_cast<int32_t>(static_cast<int64_t>(v)); std::memcpy(dst, &x, 4); return; }
     case weftUint32: { uint32_t x = static_cast<uint32_t>(static_cast<int64_t>(v)); std::memcpy(dst, &x, 4); return; }
     case weftInt64: { int64_t x = static_cast<int64_t>(v); std::memcpy(dst, &x, 8); return; }
-    case weftUint64: { uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v)); std::memcpy(dst, &x, 8); return; }
+    case weftUint64: { uint64_t x = v >= 0 ? static_cast<uint64_t>(v) : static_cast<uint64_t>(static_cast<int64_t>(v)); std::memcpy(dst, &x, 8); return; }
     case weftFloat16: { uint16_t x = floatToHalf(static_cast<float>(v)); std::memcpy(dst, &x, 2); return; }
     case weftBfloat16: { uint16_t x = floatToBfloat16(static_cast<float>(v)); std::memcpy(dst, &x, 2); return; }
     case weftFloat8e4m3: { uint8_t x = floatToFp8e4m3(static_cast<float>(v)); std::memcpy(dst, &x, 1); return; }
