@@ -9,8 +9,8 @@ packages=(
   cmake ninja-build g++ pkg-config
   # libraries weft uses
   libucx-dev ucx-utils libhwloc-dev hwloc libfmt-dev libsodium-dev
-  # tests
-  catch2
+  # tests; clang and its runtime for the libFuzzer targets (scripts/fuzz.sh)
+  catch2 clang libclang-rt-14-dev
   # MPI baselines (perf/) and launching across hosts. Open MPI stays the default mpirun/mpicc:
   # MPICH registers its alternatives at priority 40, Open MPI at 50 (perf/README.md).
   libopenmpi-dev openmpi-bin mpich libmpich-dev

@@ -9,6 +9,7 @@
 #include "algorithms/reduce/datatype.hpp"
 #include "algorithms/algorithm.hpp"
 #include "support/collective_case.hpp"
+#include "support/quick.hpp"
 #include "unit/collectives/loopback_world.hpp"
 
 using namespace weft;
@@ -23,6 +24,7 @@ constexpr uint64_t kChunkBytes = 4096;
 void sweepAlgorithm(const Algorithm& algo, Collective coll, int minRanks, int maxRanks,
                     uint64_t chunkBytes) {
   for (int n = minRanks; n <= maxRanks; ++n) {
+    if (!sweepRanks(n)) continue;
     LoopbackWorld world(n, chunkBytes);
     for (auto& c : world.comms) c->overrides().algorithm[static_cast<int>(coll)] = &algo;
     std::vector<RankBuffers> buffers(n);
