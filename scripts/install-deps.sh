@@ -14,6 +14,8 @@ packages=(
   # MPI baselines (perf/) and launching across hosts. Open MPI stays the default mpirun/mpicc:
   # MPICH registers its alternatives at priority 40, Open MPI at 50 (perf/README.md).
   libopenmpi-dev openmpi-bin mpich libmpich-dev
+  # PMIx headers: weftCommInitFromEnv takes the unique id from mpirun's/srun's PMIx server
+  libpmix-dev
   # reduction microbenchmark (perf/reduce-bench)
   libbenchmark-dev
   # multi-host test bed (network namespaces)
