@@ -16,6 +16,8 @@ packages=(
   libopenmpi-dev openmpi-bin mpich libmpich-dev
   # PMIx headers: weftCommInitFromEnv takes the unique id from mpirun's/srun's PMIx server
   libpmix-dev
+  # the PyTorch backend (bindings/python, for /usr/bin/python3) and its tests and benchmark
+  python3-torch libtorch-dev pybind11-dev python3-dev
   # reduction microbenchmark (perf/reduce-bench)
   libbenchmark-dev
   # multi-host test bed (network namespaces)
