@@ -5,6 +5,7 @@ integers chosen so that every partial result is exact in every dtype, so any red
 must give the reference bit for bit; each rank computes every rank's input itself, and the
 reference with plain float64/int64/complex128 arithmetic.
 """
+import math
 import os
 import sys
 import traceback
@@ -120,6 +121,18 @@ def test_allreduce(dtype, count, salt):
         check(f"all_reduce {dtype} {op} x{count}", t, reference(inputs, op, dtype))
 
 
+def test_allreduce_coalesced(dtype, count, salt):
+    # Several tensors of one dtype and different shapes in one call.
+    shapes = [(count,), (2, count), (3,)]
+    inputs = [[make(r, math.prod(shape), dtype, "sum", salt + 5 * i).reshape(shape)
+               for i, shape in enumerate(shapes)] for r in range(N)]
+    mine = [t.clone() for t in inputs[RANK]]
+    dist.all_reduce_coalesced(mine, op=R.SUM)
+    for i in range(len(shapes)):
+        want = reference([inputs[r][i].flatten() for r in range(N)], R.SUM, dtype)
+        check(f"all_reduce_coalesced {dtype} tensor {i}", mine[i], want.reshape(shapes[i]))
+
+
 def test_reduce(dtype, count, salt):
     root = 1 % N
     for op in [R.SUM] if dtype in COMPLEX else [R.SUM, R.MAX]:
@@ -221,7 +234,7 @@ def test_point_to_point(dtype, count, salt):
 def main():
     dist.init_process_group("weft", rank=RANK, world_size=N)
     assert dist.get_backend() == "weft", dist.get_backend()
-    tests = [test_allreduce, test_reduce, test_broadcast, test_allgather, test_reduce_scatter,
+    tests = [test_allreduce, test_allreduce_coalesced, test_reduce, test_broadcast, test_allgather, test_reduce_scatter,
              test_alltoall, test_gather_scatter, test_point_to_point]
     for d, dtype in enumerate(DTYPES):
         for t, test in enumerate(tests):
