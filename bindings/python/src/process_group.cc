@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstring>
 
+#include "arguments.hpp"
 #include "types.hpp"
 
 namespace weft_torch {
@@ -12,97 +13,7 @@ namespace {
 
 constexpr const char* kUniqueIdKey = "weft_unique_id";
 
-std::string weftMessage(weftResult_t result, weftComm_t comm, const char* function) {
-  std::string last = weftGetLastError(comm);
-  if (last.empty()) last = weftGetLastError(nullptr);
-  return std::string("weft: ") + function + " failed: " + weftGetErrorString(result) + ": " + last;
-}
-
-void* data(const at::Tensor& t) { return t.data_ptr(); }
-
-// One flat tensor holding `tensors` back to back (they share `like`'s dtype and size).
-at::Tensor flatLike(const at::Tensor& like, size_t copies) {
-  return at::empty({static_cast<int64_t>(copies) * like.numel()}, like.options());
-}
-
-void checkSameShape(const at::Tensor& a, const at::Tensor& b, const char* what) {
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "weft: ", what, ": dtypes differ (",
-              a.scalar_type(), " and ", b.scalar_type(), ")");
-  TORCH_CHECK(a.numel() == b.numel(), "weft: ", what, ": sizes differ (", a.numel(), " and ",
-              b.numel(), " elements)");
-}
-
-const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* what) {
-  TORCH_CHECK(tensors.size() == 1, "weft: ", what, " takes one tensor per process, not ",
-              tensors.size());
-  return tensors.front();
-}
-
 }  // namespace
-
-// ---- WorkWeft --------------------------------------------------------------------------------
-
-WorkWeft::WorkWeft(const c10::intrusive_ptr<c10d::ProcessGroup>& group, c10d::OpType type,
-                   std::vector<at::Tensor> outputs)
-    : c10d::Work(group->getRank(), type),
-      group_(group),
-      outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
-
-c10::intrusive_ptr<ProcessGroupWeft> WorkWeft::group() const {
-  return c10::static_intrusive_pointer_cast<ProcessGroupWeft>(group_.lock());
-}
-
-c10::intrusive_ptr<c10::ivalue::Future> WorkWeft::getFuture() {
-  if (!c10d::Work::isCompleted()) {
-    ProcessGroupWeft::flushEveryGroup();
-    if (auto group = this->group()) group->hurry();
-  }
-  return future_;
-}
-
-bool WorkWeft::wait(std::chrono::milliseconds timeout) {
-  if (!c10d::Work::isCompleted()) {
-    // Before this process blocks, every send and receive waiting to be grouped goes out, in
-    // every group: the peer may wait for one of them before it can serve this work.
-    ProcessGroupWeft::flushEveryGroup();
-    if (auto group = this->group()) {
-      if (timeout == kNoTimeout && sequence != 0)
-        group->drain(*this, true);
-      else
-        group->hurry();
-    }
-  }
-  return c10d::Work::wait(timeout);
-}
-
-bool WorkWeft::isCompleted() {
-  if (!c10d::Work::isCompleted()) {
-    ProcessGroupWeft::flushEveryGroup();
-    if (auto group = this->group())
-      if (sequence != 0) group->drain(*this, false);
-  }
-  return c10d::Work::isCompleted();
-}
-
-void WorkWeft::complete() {
-  std::exception_ptr failure = error;
-  if (!failure && after) {
-    try {
-      after();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  after = nullptr;
-  keepAlive.clear();
-  if (failure)
-    future_->setError(failure);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
-  finish(failure);
-}
 
 // ---- ProcessGroupWeft ------------------------------------------------------------------------
 
@@ -135,21 +46,6 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     liveGroups().insert(this);
   }
   init();
-}
-
-std::mutex& ProcessGroupWeft::liveGroupsMutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
-std::set<ProcessGroupWeft*>& ProcessGroupWeft::liveGroups() {
-  static std::set<ProcessGroupWeft*> groups;
-  return groups;
-}
-
-void ProcessGroupWeft::flushEveryGroup() {
-  std::lock_guard lock(liveGroupsMutex());
-  for (ProcessGroupWeft* group : liveGroups()) group->flushPointToPoint();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
@@ -626,85 +522,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor
   });
 }
 
-// ---- point to point --------------------------------------------------------------------------
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::pointToPoint(bool isSend,
-                                                              std::vector<at::Tensor>& tensors,
-                                                              int peer) {
-  const at::Tensor& t = single(tensors, isSend ? "send" : "recv");
-  weftView(t, isSend ? "the sent tensor" : "the received tensor");
-  TORCH_CHECK(peer >= 0 && peer < size_, "weft: ", isSend ? "send to" : "recv from", " rank ",
-              peer, " of a group of ", size_);
-  auto work = c10::make_intrusive<WorkWeft>(
-      c10::intrusive_ptr<c10d::ProcessGroup>::unsafe_reclaim_from_nonowning(this),
-      isSend ? c10d::OpType::SEND : c10d::OpType::RECV,
-      isSend ? std::vector<at::Tensor>{} : tensors);
-  work->keepAlive = {t};
-  work->issuedAt = std::chrono::steady_clock::now();
-  std::lock_guard lock(mutex_);
-  deferred_.push_back({isSend, t, peer, work});
-  return work;
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& tensors,
-                                                      int dstRank, int) {
-  return pointToPoint(true, tensors, dstRank);
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors,
-                                                      int srcRank, int) {
-  return pointToPoint(false, tensors, srcRank);
-}
-
-void ProcessGroupWeft::issueGroupLocked(std::vector<PointToPoint>& ops) {
-  if (ops.empty()) return;
-  weftResult_t r = weftGroupStart();
-  const char* failed = "weftGroupStart";
-  if (r == weftSuccess) {
-    for (const PointToPoint& p : ops) {
-      const WeftView v = weftView(p.tensor, "a sent or received tensor");
-      r = p.isSend ? weftSend(p.tensor.data_ptr(), v.count, v.datatype, p.peer, comm_, stream_)
-                   : weftRecv(p.tensor.data_ptr(), v.count, v.datatype, p.peer, comm_, stream_);
-      failed = p.isSend ? "weftSend" : "weftRecv";
-      if (r != weftSuccess) break;
-    }
-    const weftResult_t end = weftGroupEnd();
-    if (r == weftSuccess && end != weftSuccess) {
-      r = end;
-      failed = "weftGroupEnd";
-    }
-  }
-  // A refused group launches nothing: its works fail with weft's message when drained.
-  std::exception_ptr error;
-  if (r != weftSuccess)
-    error = std::make_exception_ptr(std::runtime_error(weftMessage(r, comm_, failed)));
-  ++issued_;
-  for (PointToPoint& p : ops) {
-    p.work->sequence = issued_;
-    p.work->error = error;
-    pending_.push_back(std::move(p.work));
-  }
-  ops.clear();
-}
-
-void ProcessGroupWeft::flushPointToPoint() {
-  std::lock_guard lock(mutex_);
-  if (!coalescing_) issueGroupLocked(deferred_);
-}
-
-void ProcessGroupWeft::startCoalescing() {
-  std::lock_guard lock(mutex_);
-  TORCH_CHECK(!coalescing_, "weft: batch_isend_irecv inside another");
-  issueGroupLocked(deferred_);  // earlier sends and receives go first, on their own
-  coalescing_ = true;
-}
-
-void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>&) {
-  std::lock_guard lock(mutex_);
-  TORCH_CHECK(coalescing_, "weft: end of batch_isend_irecv without its start");
-  coalescing_ = false;
-  issueGroupLocked(deferred_);
-}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions&) {
   // A one-byte allreduce on the stream: after every operation issued before it.

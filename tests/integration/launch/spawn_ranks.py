@@ -21,6 +21,7 @@ all, and this script exits non-zero after every child is reaped. Output lines ar
 """
 import argparse
 import os
+import random
 import secrets
 import selectors
 import signal
@@ -32,10 +33,25 @@ import time
 
 
 def free_port():
-    """A TCP port nobody listens on now (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port nobody uses now, below the kernel's ephemeral range: between this pick and
+    rank 0's listen, the kernel cannot hand it to some process's outgoing connection (weft's
+    and UCX's sockets make many), which a port the kernel picked could be."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.SystemRandom()
+    for _ in range(1000):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise SystemExit("spawn_ranks: no free port below the ephemeral range")
 
 
 def rank_environment(style, rank, n, port):
