@@ -17,7 +17,9 @@ inline std::string weftMessage(weftResult_t result, weftComm_t comm, const char*
   return std::string("weft: ") + function + " failed: " + weftGetErrorString(result) + ": " + last;
 }
 
-inline void* data(const at::Tensor& t) { return t.data_ptr(); }
+inline void* data(const at::Tensor& t) {
+  return t.data_ptr();
+}
 
 // One flat tensor holding `tensors` back to back (they share `like`'s dtype and size).
 inline at::Tensor flatLike(const at::Tensor& like, size_t copies) {

@@ -16,9 +16,9 @@ std::set<ProcessGroupWeft*>& ProcessGroupWeft::liveGroups() {
   return groups;
 }
 
-void ProcessGroupWeft::flushEveryGroup() {
+void ProcessGroupWeft::flushEveryGroup(const WorkWeft* keep) {
   std::lock_guard lock(liveGroupsMutex());
-  for (ProcessGroupWeft* group : liveGroups()) group->flushPointToPoint();
+  for (ProcessGroupWeft* group : liveGroups()) group->flushPointToPoint(keep);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::pointToPoint(bool isSend,
@@ -26,8 +26,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::pointToPoint(bool isSend,
                                                               int peer) {
   const at::Tensor& t = single(tensors, isSend ? "send" : "recv");
   weftView(t, isSend ? "the sent tensor" : "the received tensor");
-  TORCH_CHECK(peer >= 0 && peer < size_, "weft: ", isSend ? "send to" : "recv from", " rank ",
-              peer, " of a group of ", size_);
+  TORCH_CHECK(peer >= 0 && peer < size_, "weft: ", isSend ? "send to" : "recv from", " rank ", peer,
+              " of a group of ", size_);
   auto work = c10::make_intrusive<WorkWeft>(
       c10::intrusive_ptr<c10d::ProcessGroup>::unsafe_reclaim_from_nonowning(this),
       isSend ? c10d::OpType::SEND : c10d::OpType::RECV,
@@ -35,17 +35,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::pointToPoint(bool isSend,
   work->keepAlive = {t};
   work->issuedAt = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);
+  issueHeldLocked();  // an operation launched before this send or receive goes first
   deferred_.push_back({isSend, t, peer, work});
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& tensors,
-                                                      int dstRank, int) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dstRank,
+                                                      int) {
   return pointToPoint(true, tensors, dstRank);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors,
-                                                      int srcRank, int) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                                      int) {
   return pointToPoint(false, tensors, srcRank);
 }
 
@@ -80,15 +81,17 @@ void ProcessGroupWeft::issueGroupLocked(std::vector<PointToPoint>& ops) {
   ops.clear();
 }
 
-void ProcessGroupWeft::flushPointToPoint() {
+void ProcessGroupWeft::flushPointToPoint(const WorkWeft* keep) {
   std::lock_guard lock(mutex_);
   if (!coalescing_) issueGroupLocked(deferred_);
+  if (held_ && held_->work.get() != keep) issueHeldLocked();
 }
 
 void ProcessGroupWeft::startCoalescing() {
   std::lock_guard lock(mutex_);
   TORCH_CHECK(!coalescing_, "weft: batch_isend_irecv inside another");
   issueGroupLocked(deferred_);  // earlier sends and receives go first, on their own
+  issueHeldLocked();
   coalescing_ = true;
 }
 

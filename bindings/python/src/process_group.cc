@@ -17,14 +17,13 @@ constexpr const char* kUniqueIdKey = "weft_unique_id";
 
 // ---- ProcessGroupWeft ------------------------------------------------------------------------
 
-ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                   int size, std::chrono::milliseconds timeout)
+ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
     : c10d::ProcessGroup(rank, size) {
   weftUniqueId id;
   if (rank == 0) {
     check(weftGetUniqueId(&id), "weftGetUniqueId");
-    store->set(kUniqueIdKey,
-               std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal));
+    store->set(kUniqueIdKey, std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal));
   } else {
     const std::vector<uint8_t> bytes = store->get(kUniqueIdKey);
     TORCH_CHECK(bytes.size() == sizeof id.internal, "weft: the unique id in the store has ",
@@ -85,24 +84,86 @@ void ProcessGroupWeft::check(weftResult_t result, const char* function) const {
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::launch(c10d::OpType type,
                                                         std::vector<at::Tensor> outputs,
                                                         std::vector<at::Tensor> keepAlive,
-                                                        const std::function<void()>& issue,
+                                                        std::function<void(weftStream_t)> issue,
                                                         std::function<void()> after) {
+  size_t bytes = 0;
+  for (const auto* list : {&outputs, &keepAlive})
+    for (const at::Tensor& t : *list)
+      if (t.defined()) bytes += t.nbytes();
   auto work = c10::make_intrusive<WorkWeft>(
       c10::intrusive_ptr<c10d::ProcessGroup>::unsafe_reclaim_from_nonowning(this), type,
       std::move(outputs));
   work->keepAlive = std::move(keepAlive);
   work->after = std::move(after);
   std::lock_guard lock(mutex_);
-  TORCH_CHECK(!coalescing_, "weft: only send and recv may be issued inside "
-                            "batch_isend_irecv, not ", c10d::opTypeToString(type));
+  TORCH_CHECK(!coalescing_,
+              "weft: only send and recv may be issued inside "
+              "batch_isend_irecv, not ",
+              c10d::opTypeToString(type));
   issueGroupLocked(deferred_);  // sends and receives issued before this go first
-  issue();
-  work->sequence = ++issued_;
-  work->issuedAt = std::chrono::steady_clock::now();
-  pending_.push_back(work);
+  issueHeldLocked();
+  if (bytes <= kInlineBytes) {
+    // Held for a wait that may run it in the waiting thread (see runHeldInline). No wake-up
+    // either way: the completion thread issues it on its next round if nothing else does.
+    held_ = Held{work, std::move(issue)};
+    return work;
+  }
+  issueOnStreamLocked(work, issue);
   // No wake-up: the waiter completes its own work; the completion thread looks after a grace
   // time, or at once when hurried.
   return work;
+}
+
+void ProcessGroupWeft::issueOnStreamLocked(const c10::intrusive_ptr<WorkWeft>& work,
+                                           const std::function<void(weftStream_t)>& issue) {
+  try {
+    issue(stream_);
+  } catch (...) {
+    work->error = std::current_exception();  // weft refused it: the work fails when drained
+  }
+  work->sequence = ++issued_;
+  work->issuedAt = std::chrono::steady_clock::now();
+  pending_.push_back(work);
+}
+
+void ProcessGroupWeft::issueHeldLocked() {
+  if (!held_) return;
+  Held held = std::move(*held_);
+  held_.reset();
+  issueOnStreamLocked(held.work, held.issue);
+}
+
+void ProcessGroupWeft::issueHeld() {
+  std::lock_guard lock(mutex_);
+  issueHeldLocked();
+}
+
+bool ProcessGroupWeft::runHeldInline(const WorkWeft& work) {
+  bool alone = false;
+  {
+    std::lock_guard lock(liveGroupsMutex());
+    alone = liveGroups().size() == 1;
+  }
+  std::unique_lock drainLock(drainMutex_, std::try_to_lock);
+  std::unique_lock lock(mutex_);
+  if (!held_ || held_->work.get() != &work) return false;
+  if (!alone || !drainLock.owns_lock() || !completing_.empty() || !pending_.empty() ||
+      !deferred_.empty() || coalescing_) {
+    issueHeldLocked();
+    return false;
+  }
+  Held held = std::move(*held_);
+  held_.reset();
+  held.work->sequence = ++issued_;
+  // Under mutex_: no other thread's operation on this group can take weft's turn before it.
+  try {
+    held.issue(nullptr);  // NULL stream: runs here and returns when done
+  } catch (...) {
+    held.work->error = std::current_exception();
+  }
+  lock.unlock();
+  held.work->complete();
+  return true;
 }
 
 void ProcessGroupWeft::hurry() {
@@ -177,11 +238,14 @@ void ProcessGroupWeft::completionLoop() {
   // completed this long after they were issued. Sends and receives are not issued on a timer:
   // when they go out must not depend on timing (see startCoalescing).
   constexpr auto kGrace = std::chrono::milliseconds(1);
-  constexpr auto kIdle = std::chrono::milliseconds(50);
+  constexpr auto kIdle = std::chrono::milliseconds(5);
   std::unique_lock lock(mutex_);
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     if (!deferred_.empty() && !coalescing_ && (hurry_ || stopping_)) issueGroupLocked(deferred_);
+    // An operation held for a wait that has not come by this round goes to the stream: so it
+    // runs even if this process blocks elsewhere. (Who runs it changes nothing else.)
+    issueHeldLocked();
     if (stopping_ && pending_.empty()) return;
     if (pending_.empty()) hurry_ = false;  // nothing left to hurry (waiters drained it)
     if (!pending_.empty() && (hurry_ || stopping_ || now >= pending_.front()->issuedAt + kGrace)) {
@@ -206,9 +270,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tenso
                                                            const c10d::BroadcastOptions& opts) {
   const at::Tensor& t = single(tensors, "broadcast");
   const WeftView v = weftView(t, "the broadcast tensor");
-  return launch(c10d::OpType::BROADCAST, tensors, {}, [&] {
+  return launch(c10d::OpType::BROADCAST, tensors, {}, [=, this](weftStream_t stream) {
     check(weftBroadcast(data(t), data(t), v.count, v.datatype, static_cast<int>(opts.rootRank),
-                        comm_, stream_),
+                        comm_, stream),
           "weftBroadcast");
   });
 }
@@ -222,8 +286,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tenso
   if (op.created) after = [comm = comm_, o = op.op] { weftRedOpDestroy(o, comm); };
   return launch(
       c10d::OpType::ALLREDUCE, tensors, {},
-      [&] {
-        check(weftAllReduce(data(t), data(t), v.count, v.datatype, op.op, comm_, stream_),
+      [=, this](weftStream_t stream) {
+        check(weftAllReduce(data(t), data(t), v.count, v.datatype, op.op, comm_, stream),
               "weftAllReduce");
       },
       std::move(after));
@@ -253,9 +317,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(
   };
   return launch(
       c10d::OpType::ALLREDUCE_COALESCED, tensors, {buffer},
-      [&] {
-        check(weftAllReduce(data(buffer), data(buffer), v.count, v.datatype, op.op, comm_,
-                            stream_),
+      [=, this](weftStream_t stream) {
+        check(weftAllReduce(data(buffer), data(buffer), v.count, v.datatype, op.op, comm_, stream),
               "weftAllReduce");
       },
       after);
@@ -270,9 +333,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce(std::vector<at::Tensor>&
   if (op.created) after = [comm = comm_, o = op.op] { weftRedOpDestroy(o, comm); };
   return launch(
       c10d::OpType::REDUCE, tensors, {},
-      [&] {
+      [=, this](weftStream_t stream) {
         check(weftReduce(data(t), data(t), v.count, v.datatype, op.op,
-                         static_cast<int>(opts.rootRank), comm_, stream_),
+                         static_cast<int>(opts.rootRank), comm_, stream),
               "weftReduce");
       },
       std::move(after));
@@ -298,8 +361,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(
   };
   return launch(
       c10d::OpType::ALLGATHER, list, {in, flat},
-      [&] {
-        check(weftAllGather(data(in), data(flat), v.count, v.datatype, comm_, stream_),
+      [=, this](weftStream_t stream) {
+        check(weftAllGather(data(in), data(flat), v.count, v.datatype, comm_, stream),
               "weftAllGather");
       },
       after);
@@ -313,8 +376,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_allgather_base(at::Tensor& out
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "weft: _allgather_base dtypes differ");
   TORCH_CHECK(output.numel() == input.numel() * size_, "weft: _allgather_base output has ",
               output.numel(), " elements, expected ", input.numel() * size_);
-  return launch(c10d::OpType::_ALLGATHER_BASE, {output}, {input}, [&] {
-    check(weftAllGather(data(input), data(output), v.count, v.datatype, comm_, stream_),
+  return launch(c10d::OpType::_ALLGATHER_BASE, {output}, {input}, [=, this](weftStream_t stream) {
+    check(weftAllGather(data(input), data(output), v.count, v.datatype, comm_, stream),
           "weftAllGather");
   });
 }
@@ -345,9 +408,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(
   }
   return launch(
       c10d::OpType::GATHER, list, {in, flat},
-      [&] {
-        check(weftGather(data(in), flat.defined() ? data(flat) : nullptr, v.count, v.datatype,
-                         root, comm_, stream_),
+      [=, this](weftStream_t stream) {
+        check(weftGather(data(in), flat.defined() ? data(flat) : nullptr, v.count, v.datatype, root,
+                         comm_, stream),
               "weftGather");
       },
       after);
@@ -371,9 +434,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::scatter(
     TORCH_CHECK(inputs.empty() || inputs[0].empty(),
                 "weft: scatter takes input tensors on the root only");
   }
-  return launch(c10d::OpType::SCATTER, outputs, {flat}, [&] {
+  return launch(c10d::OpType::SCATTER, outputs, {flat}, [=, this](weftStream_t stream) {
     check(weftScatter(flat.defined() ? data(flat) : nullptr, data(out), v.count, v.datatype, root,
-                      comm_, stream_),
+                      comm_, stream),
           "weftScatter");
   });
 }
@@ -396,8 +459,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::reduce_scatter(
   if (op.created) after = [comm = comm_, o = op.op] { weftRedOpDestroy(o, comm); };
   return launch(
       c10d::OpType::REDUCE_SCATTER, outputs, {flat},
-      [&] {
-        check(weftReduceScatter(data(flat), data(out), v.count, v.datatype, op.op, comm_, stream_),
+      [=, this](weftStream_t stream) {
+        check(weftReduceScatter(data(flat), data(out), v.count, v.datatype, op.op, comm_, stream),
               "weftReduceScatter");
       },
       std::move(after));
@@ -416,10 +479,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_reduce_scatter_base(
   if (op.created) after = [comm = comm_, o = op.op] { weftRedOpDestroy(o, comm); };
   return launch(
       c10d::OpType::_REDUCE_SCATTER_BASE, {output}, {input},
-      [&] {
-        check(weftReduceScatter(data(input), data(output), v.count, v.datatype, op.op, comm_,
-                                stream_),
-              "weftReduceScatter");
+      [=, this](weftStream_t stream) {
+        check(
+            weftReduceScatter(data(input), data(output), v.count, v.datatype, op.op, comm_, stream),
+            "weftReduceScatter");
       },
       std::move(after));
 }
@@ -434,9 +497,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(
     TORCH_CHECK(input.numel() == output.numel() && input.numel() % size_ == 0,
                 "weft: alltoall_base without splits needs equal inputs and outputs divisible by ",
                 size_, " (", input.numel(), " and ", output.numel(), " elements)");
-    return launch(c10d::OpType::ALLTOALL_BASE, {output}, {input}, [&] {
+    return launch(c10d::OpType::ALLTOALL_BASE, {output}, {input}, [=, this](weftStream_t stream) {
       check(weftAlltoAll(data(input), data(output), in.count / static_cast<size_t>(size_),
-                         in.datatype, comm_, stream_),
+                         in.datatype, comm_, stream),
             "weftAlltoAll");
     });
   }
@@ -464,7 +527,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(
   const std::vector<size_t> sendCounts = counts(inputSplitSizes, input, in);
   const std::vector<size_t> recvCounts = counts(outputSplitSizes, output, out);
   const size_t elementBytes = input.element_size() / (in.complex ? 2 : 1);
-  return launch(c10d::OpType::ALLTOALL_BASE, {output}, {input}, [&] {
+  return launch(c10d::OpType::ALLTOALL_BASE, {output}, {input}, [=, this](weftStream_t stream) {
     check(weftGroupStart(), "weftGroupStart");
     size_t sendOffset = 0, recvOffset = 0;
     weftResult_t r = weftSuccess;
@@ -472,13 +535,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(
     for (int p = 0; p < size_ && r == weftSuccess; ++p) {
       const size_t s = sendCounts[static_cast<size_t>(p)], q = recvCounts[static_cast<size_t>(p)];
       if (s > 0) {
-        r = weftSend(static_cast<char*>(data(input)) + sendOffset * elementBytes, s, in.datatype,
-                     p, comm_, stream_);
+        r = weftSend(static_cast<char*>(data(input)) + sendOffset * elementBytes, s, in.datatype, p,
+                     comm_, stream);
         failed = "weftSend";
       }
       if (r == weftSuccess && q > 0) {
-        r = weftRecv(static_cast<char*>(data(output)) + recvOffset * elementBytes, q,
-                     out.datatype, p, comm_, stream_);
+        r = weftRecv(static_cast<char*>(data(output)) + recvOffset * elementBytes, q, out.datatype,
+                     p, comm_, stream);
         failed = "weftRecv";
       }
       sendOffset += s;
@@ -501,18 +564,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor
     out.push_back(weftView(outputs[static_cast<size_t>(p)], "an alltoall output"));
   }
   std::vector<at::Tensor> keep = inputs;
-  return launch(c10d::OpType::ALLTOALL, outputs, keep, [&] {
+  return launch(c10d::OpType::ALLTOALL, outputs, keep, [=, this](weftStream_t stream) {
     check(weftGroupStart(), "weftGroupStart");
     weftResult_t r = weftSuccess;
     const char* failed = "";
     for (int p = 0; p < size_ && r == weftSuccess; ++p) {
       const size_t i = static_cast<size_t>(p);
       if (in[i].count > 0) {
-        r = weftSend(data(inputs[i]), in[i].count, in[i].datatype, p, comm_, stream_);
+        r = weftSend(data(inputs[i]), in[i].count, in[i].datatype, p, comm_, stream);
         failed = "weftSend";
       }
       if (r == weftSuccess && out[i].count > 0) {
-        r = weftRecv(data(outputs[i]), out[i].count, out[i].datatype, p, comm_, stream_);
+        r = weftRecv(data(outputs[i]), out[i].count, out[i].datatype, p, comm_, stream);
         failed = "weftRecv";
       }
     }
@@ -522,12 +585,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor
   });
 }
 
-
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions&) {
   // A one-byte allreduce on the stream: after every operation issued before it.
   at::Tensor token = at::zeros({1}, at::kByte);
-  return launch(c10d::OpType::BARRIER, {}, {token}, [&] {
-    check(weftAllReduce(data(token), data(token), 1, weftUint8, weftSum, comm_, stream_),
+  return launch(c10d::OpType::BARRIER, {}, {token}, [=, this](weftStream_t stream) {
+    check(weftAllReduce(data(token), data(token), 1, weftUint8, weftSum, comm_, stream),
           "weftAllReduce (barrier)");
   });
 }

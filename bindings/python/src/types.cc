@@ -13,11 +13,16 @@ struct DtypeRow {
 };
 
 constexpr DtypeRow kDtypes[] = {
-    {at::kChar, weftInt8, false},          {at::kByte, weftUint8, false},
-    {at::kBool, weftUint8, false},         {at::kInt, weftInt32, false},
-    {at::kLong, weftInt64, false},         {at::kHalf, weftFloat16, false},
-    {at::kBFloat16, weftBfloat16, false},  {at::kFloat, weftFloat32, false},
-    {at::kDouble, weftFloat64, false},     {at::kComplexFloat, weftFloat32, true},
+    {at::kChar, weftInt8, false},
+    {at::kByte, weftUint8, false},
+    {at::kBool, weftUint8, false},
+    {at::kInt, weftInt32, false},
+    {at::kLong, weftInt64, false},
+    {at::kHalf, weftFloat16, false},
+    {at::kBFloat16, weftBfloat16, false},
+    {at::kFloat, weftFloat32, false},
+    {at::kDouble, weftFloat64, false},
+    {at::kComplexFloat, weftFloat32, true},
     {at::kComplexDouble, weftFloat64, true},
 };
 
@@ -38,8 +43,7 @@ const char* opName(c10d::ReduceOp::RedOpType op) {
 
 // The pre-multiplication factor of a PREMUL_SUM (torch.distributed._make_nccl_premul_sum).
 double premulFactor(const c10d::ReduceOp& op) {
-  const auto* supplement =
-      dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  const auto* supplement = dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "weft: PREMUL_SUM without its factor");
   if (!supplement->tensor_factors.empty())
     return supplement->tensor_factors.front().to(at::kCPU).item<double>();
@@ -113,10 +117,11 @@ WeftOp weftOp(const c10d::ReduceOp& op, const WeftView& view, weftComm_t comm) {
         default: scalar.f64 = factor; break;
       }
       WeftOp out;
-      const weftResult_t r = weftRedOpCreatePreMulSum(&out.op, &scalar, view.datatype,
-                                                      weftScalarHostImmediate, comm);
-      TORCH_CHECK(r == weftSuccess, "weft: weftRedOpCreatePreMulSum failed: ",
-                  weftGetErrorString(r), ": ", weftGetLastError(comm));
+      const weftResult_t r =
+          weftRedOpCreatePreMulSum(&out.op, &scalar, view.datatype, weftScalarHostImmediate, comm);
+      TORCH_CHECK(r == weftSuccess,
+                  "weft: weftRedOpCreatePreMulSum failed: ", weftGetErrorString(r), ": ",
+                  weftGetLastError(comm));
       out.created = true;
       return out;
     }

@@ -2,11 +2,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/Types.hpp>
 #include <weft.h>
 
 #include <cstdint>
 #include <string>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 #include <vector>
 
 namespace weft_torch {

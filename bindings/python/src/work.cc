@@ -10,8 +10,9 @@ WorkWeft::WorkWeft(const c10::intrusive_ptr<c10d::ProcessGroup>& group, c10d::Op
     : c10d::Work(group->getRank(), type),
       group_(group),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 c10::intrusive_ptr<ProcessGroupWeft> WorkWeft::group() const {
   return c10::static_intrusive_pointer_cast<ProcessGroupWeft>(group_.lock());
@@ -28,10 +29,13 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkWeft::getFuture() {
 bool WorkWeft::wait(std::chrono::milliseconds timeout) {
   if (!c10d::Work::isCompleted()) {
     // Before this process blocks, every send and receive waiting to be grouped goes out, in
-    // every group: the peer may wait for one of them before it can serve this work.
-    ProcessGroupWeft::flushEveryGroup();
+    // every group, and every held operation but this one: the peer may wait for one of them
+    // before it can serve this work.
+    const bool blocking = timeout == kNoTimeout;
+    ProcessGroupWeft::flushEveryGroup(blocking ? this : nullptr);
     if (auto group = this->group()) {
-      if (timeout == kNoTimeout && sequence != 0)
+      if (blocking && group->runHeldInline(*this)) return c10d::Work::wait(timeout);
+      if (blocking && sequence != 0)
         group->drain(*this, true);
       else
         group->hurry();

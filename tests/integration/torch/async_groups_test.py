@@ -77,6 +77,23 @@ def test_a_future_nobody_waits_for_still_completes():
     expect(fired.wait(timeout=120), "the completion thread never completed the future")
 
 
+def test_an_operation_nobody_touches_still_runs():
+    # Rank 0 starts a small all_reduce and then blocks outside weft (on torch's store) until
+    # every other rank has finished the same all_reduce, which needs rank 0's part: the
+    # operation must run without rank 0 waiting for it, polling it or asking for its future.
+    store = dist.distributed_c10d._get_default_store()
+    t = torch.full((3,), float(RANK + 1))
+    w = dist.all_reduce(t, async_op=True)
+    if RANK == 0:
+        for r in range(1, N):
+            store.get(f"weft_test_untouched_done_{r}")
+    else:
+        w.wait()
+        store.set(f"weft_test_untouched_done_{RANK}", "1")
+    w.wait()
+    expect(torch.all(t == sum_of_ranks(range(N))), "untouched all_reduce wrong")
+
+
 def test_unbatched_exchanges_do_not_deadlock():
     # Every rank sends first, then receives: with one stream per group this would wait forever
     # if the send had to finish before the receive starts (16 MiB does not fit a socket buffer).
@@ -145,6 +162,7 @@ def main():
     for test in [test_async_works_complete_in_order_with_their_results,
                  test_polling_alone_completes_a_work,
                  test_a_future_nobody_waits_for_still_completes,
+                 test_an_operation_nobody_touches_still_runs,
                  test_unbatched_exchanges_do_not_deadlock,
                  test_new_group,
                  test_what_weft_cannot_do_is_an_error_not_a_hang]:
