@@ -45,6 +45,11 @@ def worker(args):
     torch.set_num_threads(1)
     dist.init_process_group(args.backend)
     rank = dist.get_rank()
+    # A fresh job's first thousand-odd calls are slow whatever their size (processes still
+    # settling onto cores): warm the job up before the first timed size, not only each size.
+    one = torch.ones(1)
+    for _ in range(args.job_warmup):
+        dist.all_reduce(one)
     results = {}
     for size in args.sizes:
         t = torch.ones(max(1, size // 4), dtype=torch.float32)
@@ -75,7 +80,7 @@ def run_job(args, backend, n):
                OMP_NUM_THREADS="1")
     argv = [sys.executable, os.path.abspath(__file__), "--worker", "--backend", backend,
             "--iters", str(args.iters), "--min-iters", str(args.min_iters), "--warmup",
-            str(args.warmup), "--budget", str(args.budget),
+            str(args.warmup), "--job-warmup", str(args.job_warmup), "--budget", str(args.budget),
             "--sizes", *[str(s) for s in args.sizes]]
     procs = [subprocess.Popen(argv, env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
@@ -107,7 +112,9 @@ def main():
     parser.add_argument("--min-iters", type=int, default=5)
     parser.add_argument("--budget", type=int, default=256 << 20,
                         help="bytes reduced per size and job (fewer calls for large sizes)")
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls before each size")
+    parser.add_argument("--job-warmup", type=int, default=1000,
+                        help="untimed 4-byte calls at the start of each job")
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--json", help="also write the medians here")
