@@ -13,6 +13,15 @@ endif()
 
 # Optional: MPI for perf/ baselines; CUDA is detected and reported, never required.
 find_package(MPI COMPONENTS C)
+# Optional: PMIx headers (libpmix-dev) let weftCommInitFromEnv take the unique id from mpirun's or
+# srun's PMIx server; libpmix.so.2 itself is loaded at run time.
+pkg_get_variable(WEFT_PMIX_PKG_INCLUDEDIR pmix includedir)
+find_path(WEFT_PMIX_INCLUDE_DIR pmix.h HINTS ${WEFT_PMIX_PKG_INCLUDEDIR})
+if(WEFT_PMIX_INCLUDE_DIR)
+  message(STATUS "weft: PMIx headers in ${WEFT_PMIX_INCLUDE_DIR} (mpirun/srun rendezvous on)")
+else()
+  message(STATUS "weft: no PMIx headers (libpmix-dev): mpirun/srun need MASTER_ADDR/MASTER_PORT")
+endif()
 include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)

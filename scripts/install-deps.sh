@@ -14,6 +14,10 @@ packages=(
   # MPI baselines (perf/) and launching across hosts. Open MPI stays the default mpirun/mpicc:
   # MPICH registers its alternatives at priority 40, Open MPI at 50 (perf/README.md).
   libopenmpi-dev openmpi-bin mpich libmpich-dev
+  # PMIx headers: weftCommInitFromEnv takes the unique id from mpirun's/srun's PMIx server
+  libpmix-dev
+  # the PyTorch backend (bindings/python, for /usr/bin/python3) and its tests and benchmark
+  python3-torch libtorch-dev pybind11-dev python3-dev
   # reduction microbenchmark (perf/reduce-bench)
   libbenchmark-dev
   # multi-host test bed (network namespaces)

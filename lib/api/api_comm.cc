@@ -1,13 +1,19 @@
 // Communicator life cycle: unique ids, init (blocking, non-blocking, all ranks in one process,
 // from the launcher's environment), finalize, destroy, abort, queries.
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "lib/api/handles.hpp"
 #include "lib/base/env.hpp"
 #include "lib/base/launch_env.hpp"
 #include "lib/base/log.hpp"
+#include "lib/bootstrap/pmix.hpp"
 #include "lib/bootstrap/root.hpp"
+#include "lib/bootstrap/store.hpp"
 #include "lib/bootstrap/unique_id.hpp"
 #include "lib/comm/comm.hpp"
 #include "lib/enqueue/group.hpp"
@@ -52,9 +58,11 @@ void checkRankArguments(weftComm_t* comm, int nranks, int rank) {
 }
 
 // Creates the handle and joins, in this thread (blocking) or in a background one (returns
-// weftInProgress). Throws on failure of a blocking init.
+// weftInProgress). Throws on failure of a blocking init. `keepAlive` (may be null) is released
+// once the join has finished (weftCommInitFromEnv's store must serve until then).
 weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int rank,
-                      const CommConfig& config, const char* function) {
+                      const CommConfig& config, const char* function,
+                      std::shared_ptr<void> keepAlive = nullptr) {
   (void)UniqueId::fromWire(id);  // a garbage id is the caller's error, reported now
   auto* h = new weftComm;
   h->rank = rank;
@@ -62,8 +70,10 @@ weftResult_t initRank(weftComm_t* out, int nranks, const weftUniqueId& id, int r
   if (!config.blocking) {
     h->initState.store(weftInProgress);
     api::registerComm(h);
-    h->initThread =
-        std::thread([h, id, config, function] { completeInit(h, id, config, function); });
+    h->initThread = std::thread([h, id, config, function, keepAlive]() mutable {
+      completeInit(h, id, config, function);
+      keepAlive.reset();
+    });
     *out = h;
     return weftInProgress;
   }
@@ -84,6 +94,124 @@ void joinInit(weftComm* h) {
   if (h->initState.load(std::memory_order_acquire) == weftInProgress)
     h->abortFlag->store(true, std::memory_order_release);
   if (h->initThread.joinable()) h->initThread.join();
+}
+
+// ---- weftCommInitFromEnv: the unique id from the launcher ----------------------------------
+
+// Each launch warning once per process, however many communicators it creates.
+void warnOnce(const std::string& warning) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(warning).second) WEFT_WARN(kSubsysInit, "weftCommInitFromEnv: {}", warning);
+}
+
+struct EnvRendezvous {
+  weftUniqueId id;
+  int nranks = 0;
+  std::shared_ptr<StoreServer> store;  // rank 0 of a store rendezvous: serves until init ends
+};
+
+// A fresh id whose root serves one round (as weftGetUniqueId).
+weftUniqueId freshUniqueId(int64_t timeoutMs) {
+  RootOptions options;
+  options.rounds = 1;
+  options.lifetime = Deadline::afterMs(timeoutMs);
+  std::unique_ptr<Root> root = startRoot(options);
+  weftUniqueId id;
+  root->id().toWire(id);
+  root->detach();
+  return id;
+}
+
+std::span<const uint8_t> idBytes(const weftUniqueId& id) {
+  return std::span(reinterpret_cast<const uint8_t*>(id.internal), sizeof id.internal);
+}
+
+weftUniqueId idFromBytes(const std::vector<uint8_t>& bytes, std::string_view from) {
+  weftUniqueId id;
+  if (bytes.size() != sizeof id.internal)
+    fail(weftRemoteError, "the unique id from {} has {} bytes, expected {}", from, bytes.size(),
+         sizeof id.internal);
+  std::memcpy(id.internal, bytes.data(), sizeof id.internal);
+  return id;
+}
+
+// Every communicator a process creates from the environment gets its own key: all ranks call
+// weftCommInitFromEnv equally often, so the n-th calls meet under the n-th key.
+std::string nextEnvKey(const char* prefix) {
+  static std::atomic<int> sequence{0};
+  return fmt::format("{}{}", prefix, sequence.fetch_add(1));
+}
+
+EnvRendezvous rendezvousThroughPmix(const LaunchEnv& launch, int64_t timeoutMs) {
+  const PmixJob job = pmixJob();
+  if (job.rank != launch.rank)
+    fail(weftInvalidUsage, "{} says rank {} but the PMIx server says rank {} (found: {})",
+         launcherName(launch.launcher), launch.rank, job.rank, launch.evidence);
+  if (launch.nranks && *launch.nranks != job.size)
+    fail(weftInvalidUsage,
+         "{} says {} ranks but the PMIx job (namespace {}) has {} processes (found: {})",
+         launcherName(launch.launcher), *launch.nranks, job.nspace, job.size, launch.evidence);
+  EnvRendezvous out;
+  out.nranks = job.size;
+  weftUniqueId mine{};
+  if (launch.rank == 0) mine = freshUniqueId(timeoutMs);
+  out.id = idFromBytes(pmixBroadcast(nextEnvKey("weft.unique_id."), idBytes(mine), 0, timeoutMs),
+                       "PMIx");
+  return out;
+}
+
+EnvRendezvous rendezvousThroughStore(const LaunchEnv& launch, int64_t timeoutMs) {
+  const int nranks = *launch.nranks;
+  std::string secretText;
+  if (launch.secret) {
+    secretText = *launch.secret;
+  } else if (launch.secretFile) {
+    std::string warning;
+    secretText = readSecretFile(*launch.secretFile, warning);
+    if (!warning.empty()) warnOnce(warning);
+  } else {
+    // Public values (warned about by parseLaunchEnv): at least ranks of other jobs on other
+    // ports or sizes are told apart.
+    secretText = fmt::format("weft public store key|{}|{}|{}", launch.storeHost, launch.storePort,
+                             nranks);
+  }
+  const Secret secret = storeSecret(secretText);
+  const std::string key = nextEnvKey("weft/unique_id/");
+  EnvRendezvous out;
+  out.nranks = nranks;
+  if (launch.rank == 0) {
+    out.id = freshUniqueId(timeoutMs);
+    out.store = StoreServer::start(launch.storePort, secret, Deadline::afterMs(timeoutMs));
+    const std::span<const uint8_t> bytes = idBytes(out.id);
+    out.store->set(key, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    return out;
+  }
+  out.id = idFromBytes(storeGet(launch.storeHost, launch.storePort, secret, launch.rank, key,
+                                Deadline::afterMs(timeoutMs), nullptr),
+                       "weft's store");
+  return out;
+}
+
+EnvRendezvous rendezvousFromEnv(const LaunchEnv& launch, int64_t timeoutMs) {
+  for (const std::string& warning : launch.warnings) warnOnce(warning);
+  WEFT_INFO(kSubsysInit, "weftCommInitFromEnv: launched by {} as rank {}{}; unique id through {} "
+            "(found: {})",
+            launcherName(launch.launcher), launch.rank,
+            launch.nranks ? fmt::format(" of {}", *launch.nranks) : std::string(),
+            rendezvousName(launch.rendezvous), launch.evidence);
+  switch (launch.rendezvous) {
+    case Rendezvous::kUniqueId: {
+      EnvRendezvous out;
+      out.id = uniqueIdFromHex(launch.uniqueIdHex);
+      out.nranks = *launch.nranks;
+      return out;
+    }
+    case Rendezvous::kPmix: return rendezvousThroughPmix(launch, timeoutMs);
+    case Rendezvous::kStore: return rendezvousThroughStore(launch, timeoutMs);
+  }
+  fail(weftInternalError, "unknown rendezvous");
 }
 
 }  // namespace
@@ -156,23 +284,11 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
   weftResult_t result = weftSuccess;
   const weftResult_t checked = api::guard("weftCommInitFromEnv", nullptr, [&] {
     const LaunchEnv launch = parseLaunchEnv([](const char* name) { return std::getenv(name); });
-    if (!launch.uniqueIdHex || !launch.rank || !launch.nranks) {
-      std::vector<std::string> found;
-      if (launch.uniqueIdHex) found.push_back("WEFT_UNIQUE_ID");
-      if (launch.rank) found.push_back(fmt::format("WEFT_RANK={}", *launch.rank));
-      if (launch.nranks) found.push_back(fmt::format("WEFT_NRANKS={}", *launch.nranks));
-      fail(weftInvalidUsage,
-           "no launcher environment: weftCommInitFromEnv needs WEFT_UNIQUE_ID, WEFT_RANK and "
-           "WEFT_NRANKS (set by weftrun); found: {}",
-           found.empty() ? std::string("none of them") : fmt::format("{}", fmt::join(found, ", ")));
-    }
-    const weftUniqueId id = uniqueIdFromHex(*launch.uniqueIdHex);
-    if (*launch.rank >= *launch.nranks)
-      fail(weftInvalidUsage, "WEFT_RANK={} is not below WEFT_NRANKS={}", *launch.rank,
-           *launch.nranks);
-    checkRankArguments(comm, *launch.nranks, *launch.rank);
-    result = initRank(comm, *launch.nranks, id, *launch.rank, resolveConfig(config),
-                      "weftCommInitFromEnv");
+    const CommConfig resolved = resolveConfig(config);
+    EnvRendezvous rendezvous = rendezvousFromEnv(launch, resolved.timeoutMs);
+    checkRankArguments(comm, rendezvous.nranks, launch.rank);
+    result = initRank(comm, rendezvous.nranks, rendezvous.id, launch.rank, resolved,
+                      "weftCommInitFromEnv", std::move(rendezvous.store));
   });
   return checked != weftSuccess ? checked : result;
 }

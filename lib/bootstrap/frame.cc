@@ -22,6 +22,9 @@ constexpr TypeInfo kTypes[] = {
     {FrameType::kTable, "table", 20, 20 + size_t{kMaxRanks} * (40 + kMaxHostIdBytes)},
     {FrameType::kError, "error", 8, 8 + kMaxMessageBytes},
     {FrameType::kRingData, "ring data", 12, 12 + kMaxBlobBytes},
+    // nonce 24 | key (u32 length + bytes); status u8 | nonce 24 | sealed value (16-byte tag)
+    {FrameType::kStoreRequest, "store request", 24 + 4, 24 + 4 + kMaxStoreKeyBytes},
+    {FrameType::kStoreReply, "store reply", 1 + 24 + 16, 1 + 24 + 16 + kMaxStoreValueBytes},
 };
 
 const TypeInfo* typeInfo(uint16_t type) {

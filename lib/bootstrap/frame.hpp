@@ -28,6 +28,8 @@ inline constexpr int kMaxRanks = 1 << 16;
 inline constexpr size_t kMaxHostIdBytes = 256;
 inline constexpr size_t kMaxMessageBytes = 4096;          // error text
 inline constexpr size_t kMaxBlobBytes = size_t{1} << 30;  // one rank's allGather contribution
+inline constexpr size_t kMaxStoreKeyBytes = 256;
+inline constexpr size_t kMaxStoreValueBytes = 65536;
 
 enum class FrameType : uint16_t {
   kChallenge = 1,  // acceptor -> connector: nonce
@@ -37,6 +39,8 @@ enum class FrameType : uint16_t {
   kTable = 5,      // root -> rank: every rank's info and the communicator id
   kError = 6,      // root -> rank: result code and message
   kRingData = 7,   // rank -> next rank on the ring: one allGather block
+  kStoreRequest = 8,  // store client -> store (store.hpp): which key
+  kStoreReply = 9,    // store -> store client: the value, sealed with the store's secret
 };
 const char* frameTypeName(FrameType type);
 

@@ -89,9 +89,39 @@ void runCalls(const Context& ctx, const Call& call, int times) {
     ensure(ctx.setup, weftStreamSynchronize(ctx.setup.stream), "weftStreamSynchronize");
 }
 
-// One mode of one row on this rank: wrong elements (-1 unchecked) and the time per call.
+// --baseline: rounds that each time a block of weft's calls and then a block of the peer's on
+// the same buffers, so that both see the same machine state; the medians per call.
+constexpr int kBaselineRounds = 5;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void timeWithBaseline(const Context& ctx, const Call& call, ModeResult& m, double& baselineUs) {
+  const Baseline& peer = *ctx.setup.baseline;
+  const int block = std::max(1, (ctx.options.iters + kBaselineRounds - 1) / kBaselineRounds);
+  peer.run(call, ctx.options.warmupIters);
+  std::vector<double> weftTimes, peerTimes;
+  for (int r = 0; r < kBaselineRounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    runCalls(ctx, call, block);
+    const auto middle = std::chrono::steady_clock::now();
+    peer.run(call, block);
+    const auto stop = std::chrono::steady_clock::now();
+    weftTimes.push_back(std::chrono::duration<double, std::micro>(middle - start).count() / block);
+    peerTimes.push_back(std::chrono::duration<double, std::micro>(stop - middle).count() / block);
+  }
+  m.timeUs = median(weftTimes);
+  baselineUs = median(peerTimes);
+}
+
+// One mode of one row on this rank: wrong elements (-1 unchecked) and the time per call. With
+// --baseline (out of place, when the peer has the datatype and operator) the time is weft's
+// median over rounds alternating with the peer's, whose median goes to *baselineUs.
 ModeResult runMode(const Context& ctx, Call call, const Layout& layout, ValueSpec spec,
-                   bool inPlace) {
+                   bool inPlace, double* baselineUs = nullptr) {
   const RankSetup& s = ctx.setup;
   const Options& o = ctx.options;
   ModeResult m;
@@ -116,6 +146,10 @@ ModeResult runMode(const Context& ctx, Call call, const Layout& layout, ValueSpe
     }
   }
   runCalls(ctx, call, o.warmupIters);
+  if (baselineUs != nullptr && s.baseline != nullptr && s.baseline->supports(call)) {
+    timeWithBaseline(ctx, call, m, *baselineUs);
+    return m;
+  }
   const auto start = std::chrono::steady_clock::now();
   runCalls(ctx, call, o.iters);
   const auto stop = std::chrono::steady_clock::now();
@@ -123,29 +157,30 @@ ModeResult runMode(const Context& ctx, Call call, const Layout& layout, ValueSpe
   return m;
 }
 
-// Combines the two modes' times (per -a) and wrong counts over the ranks.
-void combineOverRanks(const Context& ctx, ModeResult& outOfPlace, ModeResult& inPlace) {
+// Combines the two modes' times and the baseline's (per -a) and wrong counts over the ranks.
+void combineOverRanks(const Context& ctx, ModeResult& outOfPlace, ModeResult& inPlace,
+                      double& baselineUs) {
   const RankSetup& s = ctx.setup;
-  double times[2] = {outOfPlace.timeUs, inPlace.timeUs};
+  double times[3] = {outOfPlace.timeUs, inPlace.timeUs, baselineUs};
   switch (ctx.options.combine) {
     case TimeCombine::Rank0:
-      ensure(s, weftBroadcast(times, times, 2, weftFloat64, 0, s.comm, nullptr), "weftBroadcast");
+      ensure(s, weftBroadcast(times, times, 3, weftFloat64, 0, s.comm, nullptr), "weftBroadcast");
       break;
     case TimeCombine::Average:
-      ensure(s, weftAllReduce(times, times, 2, weftFloat64, weftSum, s.comm, nullptr),
+      ensure(s, weftAllReduce(times, times, 3, weftFloat64, weftSum, s.comm, nullptr),
              "weftAllReduce");
-      times[0] /= s.nranks;
-      times[1] /= s.nranks;
+      for (double& t : times) t /= s.nranks;
       break;
     case TimeCombine::Min:
     case TimeCombine::Max: {
       const weftRedOp_t op = ctx.options.combine == TimeCombine::Min ? weftMin : weftMax;
-      ensure(s, weftAllReduce(times, times, 2, weftFloat64, op, s.comm, nullptr), "weftAllReduce");
+      ensure(s, weftAllReduce(times, times, 3, weftFloat64, op, s.comm, nullptr), "weftAllReduce");
       break;
     }
   }
   outOfPlace.timeUs = times[0];
   inPlace.timeUs = times[1];
+  baselineUs = times[2];
   if (ctx.options.checkIters > 0) {
     // A mode that was not verified (-1) is so on every rank, and stays -1.
     int64_t wrong[2] = {std::max<int64_t>(outOfPlace.wrong, 0),
@@ -221,11 +256,12 @@ uint64_t runSweep(const Options& o, const RankSetup& s,
         row.type = std::string(info.name);
         row.redop = op ? std::string(reduceOpLabel(*op)) : "none";
         row.root = isRooted(o.collective) ? o.root : -1;
-        row.outOfPlace = runMode(ctx, call, layout, spec, false);
+        row.baseline = s.baseline != nullptr;
+        row.outOfPlace = runMode(ctx, call, layout, spec, false, &row.baselineUs);
         spec.salt ^= uint64_t{1} << 60;
         row.inPlace = runMode(ctx, call, layout, spec, true);
         if (preMul) ensure(s, weftRedOpDestroy(call.op, s.comm), "weftRedOpDestroy");
-        combineOverRanks(ctx, row.outOfPlace, row.inPlace);
+        combineOverRanks(ctx, row.outOfPlace, row.inPlace, row.baselineUs);
         const double factor = busBandwidthFactor(o.collective, s.nranks);
         for (ModeResult* m : {&row.outOfPlace, &row.inPlace}) {
           if (!m->ran) continue;

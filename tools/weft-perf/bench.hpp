@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "baseline.hpp"
 #include "options.hpp"
 #include "report.hpp"
 
@@ -17,6 +18,7 @@ struct RankSetup {
   weftStream_t stream = nullptr;  // nullptr: blocking calls (-z 1)
   int rank = 0;                   // -1 before ranks exist (weftCommInitAll)
   int nranks = 1;
+  const Baseline* baseline = nullptr;  // --baseline: the peer timed alongside weft
 };
 
 // A weft call that failed ends the program: "weft-perf: rank R: <function> failed: <error>:

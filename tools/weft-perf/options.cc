@@ -158,6 +158,13 @@ const Flag kFlags[] = {
        o.threadsGiven = true;
        return "";
      }},
+    // Long only (nccl-tests has no such flag).
+    {'\0', true, "baseline",
+     [](Options& o, std::string_view v) -> std::string {
+       if (lower(v) != "mpi" && lower(v) != "none") return badValue("--baseline", v, "mpi or none");
+       o.baselineMpi = lower(v) == "mpi";
+       return "";
+     }},
     {'h', false, "help", [](Options&, std::string_view) { return std::string(); }},
 };
 
@@ -337,11 +344,14 @@ Flags:
                             (every local rank maps them: zero copy); default 0 (malloc)
   -J, --output_file <file>  also write the parameters and every row as JSON
   -t, --nthreads <n>        ranks as threads of this process (default 1); not under a launcher
+      --baseline <mpi|none> also time MPI's collective on the same buffers, alternating with
+                            weft's, and print its time and weft/mpi (runs weft-perf-mpi)
   -h, --help                this text
 
 Sizes count the whole buffer for all_gather, reduce_scatter, alltoall, gather and scatter.
-Under weftrun (WEFT_RANK set) every process is one rank:
+Under a launcher (weftrun, mpirun, srun, torchrun) every process is one rank:
   weftrun -n 4 {0} all_reduce -b 8 -e 128M -f 2
+  mpirun -np 4 {0} all_reduce -b 8 -e 128M -f 2
 Without it, -t N runs N ranks as threads:
   {0} all_reduce -b 8 -e 128M -f 2 -t 4
 Exit status: 0 success, 1 a weft call failed or a result was wrong, 2 bad command line.

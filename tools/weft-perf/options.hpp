@@ -33,6 +33,7 @@ struct Options {
   TimeCombine combine = TimeCombine::Average;
   bool blocking = false;  // -z 1: blocking calls on a NULL stream
   bool registered = false;  // -R 1: buffers from weftMemAlloc, registered (zero copy)
+  bool baselineMpi = false;  // --baseline mpi: MPI's collective timed alongside (weft-perf-mpi)
   std::string jsonPath;   // empty: no JSON
   int threads = 1;
   bool threadsGiven = false;  // -t appeared (it conflicts with a launcher's environment)

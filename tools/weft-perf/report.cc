@@ -76,25 +76,33 @@ std::string formatHeader(const RunInfo& run) {
   s += "#\n";
   s += fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       "
-      "in-place          \n",
-      "", "", "", "", "");
+      "in-place          {}\n",
+      "", "", "", "", "", o.baselineMpi ? "    baseline (out-of-place)" : "");
   s += fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  {:>6}  {:>6} "
       "{:>6}\n",
       "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-      "busbw", "#wrong");
+      "busbw", o.baselineMpi ? "#wrong      mpi  weft/mpi" : "#wrong");
   s += fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  {:>6}  {:>6}  "
       "{:>5}\n",
       "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-      "");
+      o.baselineMpi ? "        (us)          " : "");
   return s;
 }
 
 std::string formatRow(const Row& row) {
+  std::string baseline;
+  if (row.baseline) {
+    if (row.baselineUs < 0 || !row.outOfPlace.ran)
+      baseline = fmt::format("  {:>7}  {:>8}", "N/A", "N/A");
+    else
+      baseline = fmt::format("  {}  {:8.2f}", formatTime(row.baselineUs),
+                             row.baselineUs > 0 ? row.outOfPlace.timeUs / row.baselineUs : 0.0);
+  }
   return fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", row.bytes, row.count, row.type,
                      row.redop, row.root) +
-         formatMode(row.outOfPlace) + formatMode(row.inPlace) + "\n";
+         formatMode(row.outOfPlace) + formatMode(row.inPlace) + baseline + "\n";
 }
 
 double averageBusBandwidth(const std::vector<Row>& rows) {
@@ -127,9 +135,13 @@ std::string formatJson(const RunInfo& run, const std::vector<Row>& rows, uint64_
   for (const Row& r : rows)
     results += fmt::format(
         "{}\n    {{\"size\": {}, \"count\": {}, \"type\": {}, \"redop\": {}, \"root\": {}, "
-        "\"out_of_place\": {}, \"in_place\": {}}}",
+        "\"out_of_place\": {}, \"in_place\": {}{}}}",
         results.empty() ? "" : ",", r.bytes, r.count, jsonString(r.type), jsonString(r.redop),
-        r.root, jsonMode(r.outOfPlace), jsonMode(r.inPlace));
+        r.root, jsonMode(r.outOfPlace), jsonMode(r.inPlace),
+        !r.baseline ? std::string()
+        : r.baselineUs < 0
+            ? std::string(", \"mpi_time_us\": null")
+            : fmt::format(", \"mpi_time_us\": {}", jsonNumber(r.baselineUs)));
   std::string s = "{\n";
   s += fmt::format("  \"tool\": \"weft-perf\",\n  \"weft_version\": {},\n",
                    jsonString(versionString(run.version)));

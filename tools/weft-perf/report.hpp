@@ -39,6 +39,10 @@ struct Row {
   std::string redop;  // "none" for collectives that do not reduce
   int root = -1;      // -1 for collectives without a root
   ModeResult outOfPlace, inPlace;
+  // --baseline: the peer's time for the out-of-place call (us), alternated with weft's on the
+  // same buffers; negative when the peer has no such datatype or operator.
+  bool baseline = false;
+  double baselineUs = -1;
 };
 
 // Parameters, one line per rank, and the two column header lines.
