@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace weft {
@@ -76,7 +77,8 @@ void ProcessWatch::clear() {
   gone_.clear();
 }
 
-std::string ProcessWatch::describeExited(const std::vector<int>& ranks) const {
+std::string ProcessWatch::describeExited(std::vector<int> ranks) const {
+  std::sort(ranks.begin(), ranks.end());
   std::string list, pids;
   for (int rank : ranks) {
     pid_t pid = 0;

@@ -33,8 +33,9 @@ class ProcessWatch {
 
   void clear();
 
-  // "rank 1 (pid 4242) exited" or "ranks 0, 1 (pids 4241, 4242) exited", for ranks from poll().
-  std::string describeExited(const std::vector<int>& ranks) const;
+  // "rank 1 (pid 4242) exited" or "ranks 0, 1 (pids 4241, 4242) exited" (in rank order), for
+  // ranks from poll().
+  std::string describeExited(std::vector<int> ranks) const;
 
  private:
   struct Entry {

@@ -33,8 +33,9 @@ void sweepAlgorithm(const Algorithm& algo, Collective coll, int minRanks, int ma
         if (!reduces(coll) && op != weftSum) continue;
         CaseShape shape{coll, n, n > 2 ? n - 2 : 0, 0, type, op};
         const CaseInputs inputs(shape, kMaxCount);
-        for (uint64_t count : kCounts)
+        for (uint64_t fullCount : kCounts)
           for (bool inPlace : {false, true}) {
+            const uint64_t count = sweepCount(fullCount);
             shape.count = count;
             std::vector<Operation> ops(n);
             std::vector<weftRedOp_t> premul(n, weftSum);
