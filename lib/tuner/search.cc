@@ -41,17 +41,26 @@ std::vector<Candidate> priceAlgorithms(const SearchRequest& r) {
     Candidate best;
     best.algorithm = a;
     best.seconds = -1;
-    for (uint64_t chunk : chunks)
+    // A pipeline's time falls with the chunk size while per-chunk latency is hidden and rises
+    // once the fill dominates: the search walks up the chunk sizes and stops at the first that
+    // is slower than the one before (what keeps 4096-rank trees affordable in weft-sim).
+    double previous = -1;
+    for (uint64_t chunk : chunks) {
+      double here = -1;
       for (int ch : channels) {
         shape.chunkBytes = tagSafeChunk(chunk, bytes);
         shape.channels = ch;
         const double t = simulate(*a, shape, r.model).seconds;
+        if (here < 0 || t < here) here = t;
         if (best.seconds < 0 || t < best.seconds) {
           best.seconds = t;
           best.chunkBytes = shape.chunkBytes;
           best.channels = ch;
         }
       }
+      if (previous >= 0 && here > previous) break;
+      previous = here;
+    }
     out.push_back(best);
   }
   return out;

@@ -30,6 +30,7 @@ struct SearchRequest {
 
 // The chunk sizes tried for chunked schedules: powers of four from 16 KiB to 16 MiB, the ones
 // that leave at least two chunks in the longest pipeline, plus the smallest that leaves one.
+// priceAlgorithms walks them upward and stops at the first one slower than its predecessor.
 std::vector<uint64_t> chunkCandidates(const Algorithm& algorithm, const CollectiveShape& shape);
 
 // One entry per allowed algorithm (its best configuration), in the order given. Ties keep the

@@ -34,9 +34,15 @@ double simulated(const char* name, Collective c, int p, uint64_t bytes, SimOptio
   return simulate(*a, s, flat(p), options).seconds;
 }
 
-const std::vector<int> kRankCounts = {2,   3,   4,   5,   6,   7,   8,   9,    12,   16,
-                                      17,  31,  32,  33,  63,  64,  100, 127,  128,  255,
-                                      256, 257, 384, 511, 512, 513, 700, 1000, 1023, 1024};
+// Every p in 2..64, then a sampling up to 1024 (powers of two, their neighbours, primes).
+const std::vector<int> kRankCounts = [] {
+  std::vector<int> p;
+  for (int n = 2; n <= 64; ++n) p.push_back(n);
+  for (int n : {100, 127, 128, 129, 251, 255, 256, 257, 384, 509, 511, 512, 513, 700, 1000, 1021,
+                1023, 1024})
+    p.push_back(n);
+  return p;
+}();
 
 // Bytes divisible by every block split the algorithms make at these rank counts.
 uint64_t bytesFor(int p) {
