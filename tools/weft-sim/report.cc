@@ -73,13 +73,12 @@ std::string formatTable(const Options& o, const std::vector<SizeResult>& results
                      datatypeName(o.datatype), redopText(o), 0);
     for (const Candidate& c : r.priced)
       s += fmt::format("  {}  {:6.2f}", formatTime(c.seconds * 1e6), busbw(o, r.bytes, c.seconds));
-    const std::string pick = r.pick.algorithm
-                                 ? fmt::format("{} {}x{}", r.pick.algorithm->name,
-                                               r.pick.chunkBytes >= (1u << 20)
-                                                   ? fmt::format("{}M", r.pick.chunkBytes >> 20)
-                                                   : fmt::format("{}K", r.pick.chunkBytes >> 10),
-                                               r.pick.channels)
-                                 : std::string("native");
+    // Chunk size and channels only where the schedule pipelines in chunks.
+    std::string pick = r.pick.algorithm ? r.pick.algorithm->name : "native";
+    if (r.pick.algorithm && r.pick.algorithm->usesChunks(o.collective))
+      pick += r.pick.chunkBytes >= (1u << 20)
+                  ? fmt::format(" {}Mx{}", r.pick.chunkBytes >> 20, r.pick.channels)
+                  : fmt::format(" {}Kx{}", r.pick.chunkBytes >> 10, r.pick.channels);
     s += fmt::format("  {:>18}\n", pick);
   }
   return s;
