@@ -60,6 +60,7 @@ void ProcessWatch::poll(std::vector<int>& exited) {
       if (e.fd < 0 || (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
         exited.push_back(e.rank);
         if (e.fd >= 0) close(e.fd);
+        gone_.push_back(Entry{e.rank, e.pid, -1});
         e.rank = -1;
       }
     }
@@ -72,6 +73,22 @@ void ProcessWatch::clear() {
     if (e.fd >= 0) close(e.fd);
   }
   entries_.clear();
+  gone_.clear();
+}
+
+std::string ProcessWatch::describeExited(const std::vector<int>& ranks) const {
+  std::string list, pids;
+  for (int rank : ranks) {
+    pid_t pid = 0;
+    for (const std::vector<Entry>* list : {&entries_, &gone_})
+      for (const Entry& e : *list)
+        if (e.rank == rank) pid = e.pid;
+    list += (list.empty() ? "" : ", ") + std::to_string(rank);
+    pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+  }
+  const bool several = ranks.size() > 1;
+  return std::string(several ? "ranks " : "rank ") + list + (several ? " (pids " : " (pid ") + pids +
+         ") exited";
 }
 
 }  // namespace weft

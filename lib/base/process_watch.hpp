@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <string>
 #include <vector>
 
 namespace weft {
@@ -32,6 +33,9 @@ class ProcessWatch {
 
   void clear();
 
+  // "rank 1 (pid 4242) exited" or "ranks 0, 1 (pids 4241, 4242) exited", for ranks from poll().
+  std::string describeExited(const std::vector<int>& ranks) const;
+
  private:
   struct Entry {
     int rank;
@@ -39,6 +43,7 @@ class ProcessWatch {
     int fd;  // -1: exited before we could open it (reported at the next poll)
   };
   std::vector<Entry> entries_;
+  std::vector<Entry> gone_;  // reported by poll(): kept for describeExited()
 };
 
 }  // namespace weft

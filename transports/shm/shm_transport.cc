@@ -198,8 +198,10 @@ void ShmTransport::checkPeers() {
       auto it = std::lower_bound(ranks_.begin(), ranks_.end(), rank);
       Peer& p = peers_[static_cast<size_t>(it - ranks_.begin())];
       failPeer(p, fmt::format("rank {} (pid {}) exited", p.rank, p.pid));
-      if (lost_.empty()) lost_ = p.failure;
     }
+    // Every rank found gone in one look is named: when a survivor failed first and left, the
+    // rank that died before it is in the same list.
+    if (lost_.empty() && !exited_.empty()) lost_ = watch_.describeExited(exited_);
   }
   for (Peer& p : peers_) {
     if (!p.failed && p.in.control->broken.load() != 0) {

@@ -27,7 +27,9 @@ void UcxTransport::markPeerFailed(int peer, ucs_status_t status, std::string det
   p.failStatus = status;
   p.failDetail = std::move(detail);
   failedQueue_.push_back(peer);
-  if (lost_.empty()) lost_ = fmt::format("rank {}: {}", peer, p.failDetail);
+  if (lost_.empty())
+    lost_ = fmt::format("connection to rank {} lost: {}", peer,
+                        p.failDetail.empty() ? ucs_status_string(status) : p.failDetail);
 }
 
 void UcxTransport::pollWatch() {
@@ -36,6 +38,9 @@ void UcxTransport::pollWatch() {
   nextWatch_ = now + std::chrono::milliseconds(kWatchIntervalMs);
   exited_.clear();
   watch_.poll(exited_);
+  // Every rank found gone in one look is named: when a survivor failed first and left, the
+  // rank that died before it is in the same list.
+  if (lost_.empty() && !exited_.empty()) lost_ = watch_.describeExited(exited_);
   for (int r : exited_) {
     markPeerFailed(r, UCS_ERR_CONNECTION_RESET, fmt::format("process {} exited", peers_[r].pid));
   }

@@ -56,9 +56,11 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
   for (int r = 0; r < n; ++r)
     for (const char* how : {"from rank ", "to rank "})
       if (r != rank && message.find(how + std::to_string(r)) != std::string::npos) named = true;
-  // "rank 1 exited", or "ranks 0, 1 exited" when a survivor that failed first is gone too.
+  // "rank 1 (pid 123) exited", or "ranks 0, 1 (pids 122, 123) exited" when a survivor that
+  // failed first is gone too.
   std::smatch gone;
-  if (std::regex_search(message, gone, std::regex("ranks? ([0-9, ]+) exited"))) {
+  if (std::regex_search(message, gone,
+                        std::regex("ranks? ([0-9, ]+?)(?: \\(pids? [0-9, ]+\\))? exited"))) {
     const std::string list = ", " + gone[1].str() + ",";
     named |= list.find(" " + std::to_string(kVictim) + ",") != std::string::npos;
   }
