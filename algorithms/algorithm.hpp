@@ -24,9 +24,30 @@ struct CollectiveShape {
   // the rank's block of the larger buffer for AllGather/ReduceScatter/Gather/Scatter).
   bool inPlace = false;
   uint64_t chunkBytes = uint64_t{1} << 20;
+  // Parallel channels (allreduce, broadcast, reduce): the buffer is cut into this many
+  // contiguous parts, each running its own copy of the algorithm at the same time.
+  int channels = 1;
 };
 
-enum class AlgorithmId : uint8_t { Ring, Chain, Pairwise, Direct };
+enum class AlgorithmId : uint8_t {
+  Ring,
+  Chain,
+  Pairwise,
+  Direct,
+  Tree,
+  HalvingDoubling,
+  RecursiveDoubling,
+  Knomial,
+  Binomial,
+  ScatterAllGather,
+  Bruck,
+};
+
+// Which ranks run the same schedule up to a relabeling of ranks; the cost model simulates one
+// representative per class (algorithms/cost). Rotation: rank r+s runs rank r's schedule with
+// every peer shifted by s. Xor: for a power-of-two rank count, rank r^s runs rank r's with
+// every peer xor-ed with s. (Exact when blocks are equal; uneven blocks differ by one element.)
+enum class Symmetry : uint8_t { None, Rotation, Xor };
 
 struct Algorithm {
   AlgorithmId id;
@@ -34,18 +55,40 @@ struct Algorithm {
   uint32_t collectives;  // bit (1 << Collective)
   const char* description;
   Schedule (*build)(const CollectiveShape& shape);
+  Symmetry symmetry;
+  uint32_t chunked;  // the collectives whose schedules use chunkBytes (bit (1 << Collective))
 
   bool serves(Collective c) const { return (collectives >> static_cast<int>(c)) & 1u; }
+  bool usesChunks(Collective c) const { return (chunked >> static_cast<int>(c)) & 1u; }
 };
 
 std::span<const Algorithm> algorithmRegistry();
 const Algorithm* findAlgorithm(Collective collective, std::string_view name);
+const Algorithm* findAlgorithm(AlgorithmId id);
+
+// Channels apply to these collectives (their buffers are one contiguous range per rank).
+bool supportsChannels(Collective c) noexcept;
+// The algorithm's schedule for `shape`, with shape.channels parts side by side (channels.cc).
+Schedule buildSchedule(const Algorithm& algorithm, const CollectiveShape& shape);
 
 // Builders (one family per file).
-Schedule buildRing(const CollectiveShape& shape);      // ring.cc: AllReduce, AllGather, ReduceScatter
-Schedule buildChain(const CollectiveShape& shape);     // chain.cc: Broadcast, Reduce
+Schedule buildRing(const CollectiveShape& shape);   // ring.cc: AllReduce, AllGather, ReduceScatter
+Schedule buildChain(const CollectiveShape& shape);  // chain.cc: Broadcast, Reduce
 Schedule buildPairwise(const CollectiveShape& shape);  // pairwise.cc: AlltoAll
 Schedule buildDirect(const CollectiveShape& shape);    // direct.cc: Gather, Scatter
+Schedule buildTree(const CollectiveShape& shape);      // tree.cc: AllReduce, Broadcast, Reduce
+// halving_doubling.cc: AllReduce, ReduceScatter
+Schedule buildHalvingDoubling(const CollectiveShape& shape);
+// recursive_doubling.cc: AllReduce, AllGather
+Schedule buildRecursiveDoubling(const CollectiveShape& shape);
+Schedule buildKnomial(const CollectiveShape& shape);  // knomial.cc: AllReduce, Broadcast, Reduce
+// binomial.cc: Broadcast, Reduce, Gather, Scatter
+Schedule buildBinomial(const CollectiveShape& shape);
+// scatter_allgather.cc: Broadcast
+Schedule buildScatterAllGather(const CollectiveShape& shape);
+Schedule buildBruck(const CollectiveShape& shape);  // bruck.cc: AllGather, AlltoAll
+
+inline constexpr int kKnomialRadix = 4;
 
 // Point to point (p2p.cc): one message of `bytes` to or from `peer`.
 Schedule buildSend(int peer, uint64_t bytes);

@@ -14,12 +14,12 @@ class ScheduleCache {
  public:
   // Shared so that a schedule in use survives the cache being reset.
   std::shared_ptr<const Schedule> get(const Algorithm& algorithm, const CollectiveShape& s) {
-    const Key key{algorithm.id, s.collective, s.nranks, s.rank, s.count, s.elemSize,
-                  s.root,       s.inPlace,    s.chunkBytes};
+    const Key key{algorithm.id, s.collective, s.nranks,  s.rank,       s.count,
+                  s.elemSize,   s.root,       s.inPlace, s.chunkBytes, s.channels};
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
     if (cache_.size() >= kCapacity) cache_.clear();  // plain reset: shapes rarely churn
-    auto built = std::make_shared<const Schedule>(algorithm.build(s));
+    auto built = std::make_shared<const Schedule>(buildSchedule(algorithm, s));
     cache_.emplace(key, built);
     return built;
   }
@@ -27,8 +27,8 @@ class ScheduleCache {
 
  private:
   static constexpr size_t kCapacity = 512;
-  using Key = std::tuple<AlgorithmId, Collective, int, int, uint64_t, uint32_t, int, bool,
-                         uint64_t>;
+  using Key =
+      std::tuple<AlgorithmId, Collective, int, int, uint64_t, uint32_t, int, bool, uint64_t, int>;
   std::map<Key, std::shared_ptr<const Schedule>> cache_;
 };
 

@@ -24,6 +24,12 @@ constexpr std::array kVariables = {
            "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
+    EnvVar{"WEFT_ALGO", "(tuned)",
+           "algorithms the tuner may choose, NCCL_ALGO-style: allreduce:ring,tree;broadcast:chain "
+           "(^ excludes; native names the shared-memory collectives; weft-topo --algorithms lists "
+           "the names)"},
+    EnvVar{"WEFT_TUNE_FILE", "(built-in defaults)",
+           "link and reduction parameters for the cost model, as written by weft-perf --calibrate"},
     EnvVar{"WEFT_CHECK", "0",
            "1: before each operation the ranks compare what they were asked (collective, count, "
            "datatype, op, root, sequence number) and fail with weftInvalidUsage naming the "
@@ -113,6 +119,8 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
   if (const char* v = get("WEFT_SOCKET_IFNAME"); v && *v) env.socketIfname = v;
   if (const char* v = get("WEFT_CHUNK_BYTES"); v && *v)
     env.chunkBytes = parseInteger("WEFT_CHUNK_BYTES", v, 256, int64_t{1} << 40);
+  if (const char* v = get("WEFT_ALGO"); v && *v) env.algo = v;
+  if (const char* v = get("WEFT_TUNE_FILE"); v && *v) env.tuneFile = v;
   if (const char* v = get("WEFT_CHECK"); v && *v)
     env.check = parseInteger("WEFT_CHECK", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)

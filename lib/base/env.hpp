@@ -36,6 +36,9 @@ struct Env {
   bool shmDisable = false;      // no native shared-memory collectives
   bool check = false;           // WEFT_CHECK: ranks compare each operation before running it
   std::string shmMode = "auto"; // auto | staged | cma: how shared-memory collectives move data
+  // Checked by the tuner (lib/tuner/algo_selection.hpp), which knows the algorithm names.
+  std::string algo;             // WEFT_ALGO: which algorithms the tuner may choose, per collective
+  std::string tuneFile;         // WEFT_TUNE_FILE: link parameters for the cost model
 };
 
 // One row of the table of variables (README.md lists the same rows; a test checks).

@@ -1,6 +1,7 @@
 #include "lib/comm/comm.hpp"
 
 #include <algorithm>
+#include <map>
 #include <new>
 
 #include "algorithms/shm/shm_collectives.hpp"
@@ -41,7 +42,9 @@ Comm::Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> t
     // Ranks share a host when they can share memory (same host identity).
     const std::string& mine = bootstrap_->rankInfo(rank_).hostId;
     localSize_ = 0;
+    std::map<std::string, int> perHost;
     for (int r = 0; r < nranks_; ++r) {
+      ranksPerHost_ = std::max(ranksPerHost_, ++perHost[bootstrap_->rankInfo(r).hostId]);
       if (bootstrap_->rankInfo(r).hostId != mine) continue;
       if (r < rank_) ++localRank_;
       ++localSize_;
@@ -49,7 +52,9 @@ Comm::Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> t
   } else {
     localRank_ = rank_;
     localSize_ = nranks_;
+    ranksPerHost_ = nranks_;
   }
+  tuner_ = std::make_unique<Tuner>(nranks_, ranksPerHost_);
 }
 
 Comm::~Comm() {

@@ -114,6 +114,11 @@ class Comm {
   // Logs at INFO the first time a collective runs with `how`, and when that changes.
   void noteChoice(Collective collective, const char* how);
   TunerOverrides& overrides() { return overrides_; }
+  // Picks algorithm, chunk size and channels per call (WEFT_ALGO, WEFT_TUNE_FILE: a bad value
+  // fails the communicator's creation).
+  Tuner& tuner() { return *tuner_; }
+  // The most ranks any host of this communicator holds (the same on every rank).
+  int ranksPerHost() const { return ranksPerHost_; }
 
   // Collective teardown: waits for issued operations, passes a barrier with every rank, closes
   // the transport. Afterwards operations fail with weftInvalidUsage.
@@ -157,6 +162,8 @@ class Comm {
   size_t scratchBytes_ = 0;
   RedOpTable redOps_;
   TunerOverrides overrides_;
+  int ranksPerHost_ = 1;
+  std::unique_ptr<Tuner> tuner_;
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it
   std::unique_ptr<ProcessWatch> localPeers_;

@@ -230,7 +230,9 @@ Prepared prepare(Task& task) {
         }
       }
       const bool nativeAvailable = comm.shm() && ShmCollectives::serves(op.collective);
-      const TunerChoice choice = choose(op.collective, n, bytes, comm.overrides(), nativeAvailable);
+      const TunerChoice choice = comm.tuner().choose(op.collective, bytes, op.datatype,
+                                                     comm.overrides(), nativeAvailable,
+                                                     comm.transport().name());
       if (!choice.algorithm) {
         comm.noteChoice(op.collective, "shared memory (native)");
         item.native = true;
@@ -241,14 +243,16 @@ Prepared prepare(Task& task) {
       }
       comm.noteChoice(op.collective, choice.algorithm->name);
       shape.chunkBytes = choice.chunkBytes;
+      shape.channels = choice.channels;
       schedule = comm.schedules().get(*choice.algorithm, shape);
       if (schedule->maxTag >= (uint32_t{1} << kMessageBits))
         fail(weftInternalError, "{}: {} needs {} messages per peer; the limit is {}",
              comm.label(), describe(op), schedule->maxTag + 1, 1u << kMessageBits);
       w.tagBase = (p.seq & kCollectiveSeqMask) << kMessageBits;
       w.name = {&describePlanned, &p};
-      WEFT_TRACE(kSubsysColl, "{}: {} with {} (chunk {} B, {} steps)", comm.label(), w.name.str(),
-                 choice.algorithm->name, shape.chunkBytes, schedule->steps.size());
+      WEFT_TRACE(kSubsysColl, "{}: {} with {} (chunk {} B, {} channel(s), {} steps)",
+                 comm.label(), w.name.str(), choice.algorithm->name, shape.chunkBytes,
+                 shape.channels, schedule->steps.size());
     }
     w.schedule = schedule.get();
     prepared.schedules.push_back(std::move(schedule));

@@ -1,32 +1,139 @@
 #include "lib/tuner/tuner.hpp"
 
 #include <algorithm>
+#include <optional>
 
+#include "algorithms/reduce/datatype.hpp"
 #include "lib/base/env.hpp"
 #include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
 
 namespace weft {
+namespace {
 
-TunerChoice choose(Collective collective, int nranks, uint64_t bytes,
-                   const TunerOverrides& overrides, bool nativeAvailable) {
-  (void)nranks;
-  TunerChoice choice;
-  choice.algorithm = overrides.algorithm[static_cast<int>(collective)];
-  if (!choice.algorithm && nativeAvailable) return choice;
-  if (!choice.algorithm) {
-    for (const Algorithm& a : algorithmRegistry()) {
-      if (a.serves(collective)) {
-        choice.algorithm = &a;
-        break;
-      }
+struct ParsedSettings {
+  TunerSettings settings;
+  std::optional<Error> error;
+};
+
+const ParsedSettings& parsedSettings() {
+  static const ParsedSettings parsed = [] {
+    ParsedSettings p;
+    try {
+      const Env& e = env();
+      p.settings.selection = parseAlgoSelection(e.algo);
+      if (!e.tuneFile.empty()) p.settings.machine = loadTuneFile(e.tuneFile);
+      p.settings.chunkBytes = static_cast<uint64_t>(e.chunkBytes);
+    } catch (const Error& error) {
+      p.error = error;
     }
+    return p;
+  }();
+  return parsed;
+}
+
+}  // namespace
+
+const TunerSettings& tunerSettings() {
+  const ParsedSettings& p = parsedSettings();
+  if (p.error) throw *p.error;
+  return p.settings;
+}
+
+int sizeBucket(uint64_t bytes) {
+  int b = 0;
+  while (bytes > 1) {
+    bytes >>= 1;
+    ++b;
   }
-  if (!choice.algorithm)
-    fail(weftInternalError, "no algorithm serves {}", collectiveName(collective));
-  uint64_t chunk = overrides.chunkBytes;
-  if (chunk == 0) chunk = static_cast<uint64_t>(envOrDefaults().chunkBytes);
-  if (chunk == 0) chunk = kDefaultChunkBytes;
-  choice.chunkBytes = std::max(chunk, bytes / kMaxChunksPerBuffer + 1);
+  return b;
+}
+
+MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHost,
+                        std::string_view transport, weftDataType_t datatype) {
+  MachineModel m;
+  m.nranks = nranks;
+  m.ranksPerHost = std::clamp(ranksPerHost, 1, std::max(1, nranks));
+  // Between ranks of one host: weft's shared-memory transport, or UCX's (which picks shared
+  // memory itself); between hosts: UCX over the network.
+  m.intra = transport == "ucx" ? params.ucx : params.shm;
+  m.inter = params.net;
+  m.reduceGBps = params.reduceRate(datatype);
+  m.copyGBps = params.copyGBps;
+  return m;
+}
+
+Tuner::Tuner(int nranks, int ranksPerHost) : Tuner(nranks, ranksPerHost, tunerSettings()) {}
+
+Tuner::Tuner(int nranks, int ranksPerHost, TunerSettings settings)
+    : nranks_(nranks),
+      ranksPerHost_(std::clamp(ranksPerHost, 1, std::max(1, nranks))),
+      settings_(std::move(settings)) {}
+
+std::vector<const Algorithm*> Tuner::allowed(Collective collective) const {
+  std::vector<const Algorithm*> out;
+  for (const Algorithm& a : algorithmRegistry())
+    if (settings_.selection.allows(collective, a)) out.push_back(&a);
+  return out;
+}
+
+std::vector<Candidate> Tuner::price(Collective collective, uint64_t bytes, weftDataType_t datatype,
+                                    std::string_view transport) const {
+  SearchRequest request;
+  request.collective = collective;
+  request.elemSize = static_cast<uint32_t>(datatypeSize(datatype));
+  request.count = bytes / request.elemSize;
+  request.model = machineFor(settings_.machine, nranks_, ranksPerHost_, transport, datatype);
+  request.algorithms = allowed(collective);
+  request.chunkBytes = settings_.chunkBytes;
+  return priceAlgorithms(request);
+}
+
+TunerChoice Tuner::choose(Collective collective, uint64_t bytes, weftDataType_t datatype,
+                          const TunerOverrides& overrides, bool nativeAvailable,
+                          std::string_view transport) {
+  const uint64_t fixedChunk = overrides.chunkBytes ? overrides.chunkBytes : settings_.chunkBytes;
+  TunerChoice choice;
+  if (const Algorithm* forced = overrides.algorithm[static_cast<int>(collective)]) {
+    choice.algorithm = forced;
+    choice.chunkBytes = tagSafeChunk(fixedChunk ? fixedChunk : kDefaultChunkBytes, bytes);
+    choice.channels = std::max(1, overrides.channels);
+    return choice;
+  }
+  if (nativeAvailable && settings_.selection.allowsNative(collective)) return choice;
+  const std::vector<const Algorithm*> candidates = allowed(collective);
+  if (candidates.empty())
+    fail(weftInvalidUsage,
+         "WEFT_ALGO leaves no schedule algorithm for {} ({}), and the native "
+         "shared-memory collectives cannot serve this communicator",
+         collectiveName(collective), settings_.selection.describe(collective));
+  if (nranks_ == 1 || candidates.size() == 1) {
+    choice.algorithm = candidates.front();
+    choice.chunkBytes = tagSafeChunk(fixedChunk ? fixedChunk : kDefaultChunkBytes, bytes);
+    return choice;
+  }
+  const int bucket = sizeBucket(bytes);
+  const Key key{collective, bucket, datatype};
+  auto it = decisions_.find(key);
+  if (it == decisions_.end()) {
+    // The bucket is priced at its lower bound, so every size in it gets the same answer.
+    const uint64_t elem = datatypeSize(datatype);
+    const uint64_t priced = std::max<uint64_t>(elem, (uint64_t{1} << bucket) / elem * elem);
+    const Candidate best = cheapest(price(collective, priced, datatype, transport));
+    TunerChoice decided;
+    decided.algorithm = best.algorithm;
+    decided.chunkBytes = best.chunkBytes;
+    decided.channels = best.channels;
+    decided.predictedSeconds = best.seconds;
+    WEFT_INFO(kSubsysTune,
+              "tuner: {} of 2^{} B ({} ranks, {} per host, {}): {} chunk {} B x{} "
+              "channel(s), {:.3g} us predicted",
+              collectiveName(collective), bucket, nranks_, ranksPerHost_, transport,
+              best.algorithm->name, best.chunkBytes, best.channels, best.seconds * 1e6);
+    it = decisions_.emplace(key, decided).first;
+  }
+  choice = it->second;
+  choice.chunkBytes = tagSafeChunk(choice.chunkBytes, bytes);
   return choice;
 }
 

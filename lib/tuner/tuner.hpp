@@ -1,35 +1,88 @@
-// The tuner: which algorithm, and which pipeline chunk size, a collective runs with. For now:
-// the native shared-memory collective when every rank shares the host, else the registry's
-// first algorithm for the collective, with a fixed chunk size; the cost model replaces this
-// (issue "algorithm library and tuner").
+// The tuner: which algorithm, chunk size and number of channels a collective runs with.
+//
+// Single-host communicators use the native shared-memory collectives (algorithms/shm) unless
+// WEFT_ALGO or a test rules them out; the cost model prices schedules only. Otherwise every
+// algorithm WEFT_ALGO allows is replayed by the cost model (lib/tuner/search.hpp) on this
+// communicator's shape (ranks, ranks per host, the links of its transport, from WEFT_TUNE_FILE
+// or defaults) and the cheapest wins. Decisions are cached per (collective, size bucket,
+// datatype): a bucket is a power of two of bytes, priced at its lower bound. Every rank decides
+// from the same inputs with the same arithmetic, so every rank makes the same choice (given the
+// same WEFT_ALGO and tuning file everywhere).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/cost/tune_file.hpp"
+#include "lib/tuner/algo_selection.hpp"
+#include "lib/tuner/search.hpp"
 
 namespace weft {
 
-// What a caller can force instead of the tuner's choice (tests; WEFT_ALGO later).
+// What a caller can force instead of the tuner's choice (tests).
 struct TunerOverrides {
   std::array<const Algorithm*, kNumCollectives> algorithm{};
   uint64_t chunkBytes = 0;  // 0: the tuner decides
+  int channels = 1;         // with a forced algorithm
 };
 
 struct TunerChoice {
   const Algorithm* algorithm = nullptr;  // null: the native shared-memory collective
   uint64_t chunkBytes = 0;
+  int channels = 1;
+  double predictedSeconds = -1;  // -1: not priced (native, forced, or one rank)
 };
 
-inline constexpr uint64_t kDefaultChunkBytes = uint64_t{512} << 10;
-// The executor's tag field has room for 2^23 messages per peer and operation; chunks are made
-// large enough that no schedule comes near it.
-inline constexpr uint64_t kMaxChunksPerBuffer = uint64_t{1} << 20;
+// The process's tuning inputs from the environment, read once: WEFT_ALGO, WEFT_TUNE_FILE,
+// WEFT_CHUNK_BYTES. Throws their error (every call) when one is bad.
+struct TunerSettings {
+  AlgoSelection selection;
+  MachineParams machine;
+  uint64_t chunkBytes = 0;
+};
+const TunerSettings& tunerSettings();
 
-// `nativeAvailable`: every rank shares this host and the native shared-memory collectives
-// serve this collective; they win unless an algorithm is forced.
-TunerChoice choose(Collective collective, int nranks, uint64_t bytes,
-                   const TunerOverrides& overrides, bool nativeAvailable);
+inline constexpr uint64_t kDefaultChunkBytes = uint64_t{512} << 10;
+
+// The machine the cost model sees for a communicator: `transport` is its transport's name
+// (shm: weft's shared memory; ucx: UCX, between hosts when ranksPerHost < nranks).
+MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHost,
+                        std::string_view transport, weftDataType_t datatype);
+
+class Tuner {
+ public:
+  // Throws (weftInvalidArgument) when WEFT_ALGO or WEFT_TUNE_FILE is bad: at communicator init.
+  Tuner(int nranks, int ranksPerHost);
+  // For tools and tests: explicit settings instead of the environment.
+  Tuner(int nranks, int ranksPerHost, TunerSettings settings);
+
+  // Not thread-safe: a communicator's operations run one at a time.
+  TunerChoice choose(Collective collective, uint64_t bytes, weftDataType_t datatype,
+                     const TunerOverrides& overrides, bool nativeAvailable,
+                     std::string_view transport);
+
+  // Every allowed algorithm priced for one size (weft-topo --tuning).
+  std::vector<Candidate> price(Collective collective, uint64_t bytes, weftDataType_t datatype,
+                               std::string_view transport) const;
+  const TunerSettings& settings() const { return settings_; }
+  int nranks() const { return nranks_; }
+  int ranksPerHost() const { return ranksPerHost_; }
+
+ private:
+  std::vector<const Algorithm*> allowed(Collective collective) const;
+
+  int nranks_, ranksPerHost_;
+  TunerSettings settings_;
+  using Key = std::tuple<Collective, int, weftDataType_t>;
+  std::map<Key, TunerChoice> decisions_;
+};
+
+// log2 of the bucket holding `bytes` (0 for 0 and 1).
+int sizeBucket(uint64_t bytes);
 
 }  // namespace weft

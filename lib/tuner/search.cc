@@ -1,0 +1,77 @@
+#include "lib/tuner/search.hpp"
+
+#include <algorithm>
+
+#include "lib/base/error.hpp"
+
+namespace weft {
+
+uint64_t tagSafeChunk(uint64_t chunkBytes, uint64_t bytes) {
+  return std::max(chunkBytes, bytes / kMaxChunksPerBuffer + 1);
+}
+
+std::vector<uint64_t> chunkCandidates(const Algorithm& a, const CollectiveShape& shape) {
+  if (!a.usesChunks(shape.collective)) return {shape.chunkBytes};
+  std::vector<uint64_t> out;
+  for (uint64_t chunk = uint64_t{16} << 10; chunk <= uint64_t{16} << 20; chunk *= 4) {
+    CollectiveShape s = shape;
+    s.chunkBytes = chunk;
+    out.push_back(chunk);
+    if (pipelineChunks(a, s) < 2) break;  // larger chunks change nothing
+  }
+  return out;
+}
+
+std::vector<Candidate> priceAlgorithms(const SearchRequest& r) {
+  std::vector<Candidate> out;
+  const uint64_t bytes = r.count * r.elemSize;
+  for (const Algorithm* a : r.algorithms) {
+    CollectiveShape shape;
+    shape.collective = r.collective;
+    shape.nranks = r.model.nranks;
+    shape.count = r.count;
+    shape.elemSize = r.elemSize;
+    shape.chunkBytes = r.chunkBytes ? r.chunkBytes : uint64_t{512} << 10;
+    std::vector<uint64_t> chunks =
+        r.chunkBytes ? std::vector<uint64_t>{r.chunkBytes} : chunkCandidates(*a, shape);
+    // Channels only divide chunked pipelines.
+    std::vector<int> channels{1};
+    if (supportsChannels(r.collective) && a->usesChunks(r.collective) && r.model.nranks > 1)
+      channels.push_back(2);
+    Candidate best;
+    best.algorithm = a;
+    best.seconds = -1;
+    // A pipeline's time falls with the chunk size while per-chunk latency is hidden and rises
+    // once the fill dominates: the search walks up the chunk sizes and stops at the first that
+    // is slower than the one before (what keeps 4096-rank trees affordable in weft-sim).
+    double previous = -1;
+    for (uint64_t chunk : chunks) {
+      double here = -1;
+      for (int ch : channels) {
+        shape.chunkBytes = tagSafeChunk(chunk, bytes);
+        shape.channels = ch;
+        const double t = simulate(*a, shape, r.model).seconds;
+        if (here < 0 || t < here) here = t;
+        if (best.seconds < 0 || t < best.seconds) {
+          best.seconds = t;
+          best.chunkBytes = shape.chunkBytes;
+          best.channels = ch;
+        }
+      }
+      if (previous >= 0 && here > previous) break;
+      previous = here;
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+Candidate cheapest(const std::vector<Candidate>& priced) {
+  if (priced.empty()) fail(weftInternalError, "the tuner has no algorithm to choose from");
+  const Candidate* best = &priced.front();
+  for (const Candidate& c : priced)
+    if (c.seconds < best->seconds) best = &c;
+  return *best;
+}
+
+}  // namespace weft

@@ -1,0 +1,141 @@
+// The cost model replays schedules; on a flat network with free reductions its answers must be
+// the textbook formulas of the algorithms (Thakur, Rabenseifner and Gropp 2005), and replaying
+// one representative per symmetry class must give what replaying every rank gives.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/cost/simulator.hpp"
+#include "algorithms/tree_pattern.hpp"
+
+using namespace weft;
+
+namespace {
+
+constexpr double kAlpha = 5e-6;      // seconds
+constexpr double kBandwidth = 25e9;  // bytes per second
+constexpr uint64_t kNoChunking = uint64_t{1} << 40;
+
+// One rank per host: every flow has its links to itself.
+MachineModel flat(int p) {
+  MachineModel m;
+  m.nranks = p;
+  m.ranksPerHost = 1;
+  m.inter = {kAlpha * 1e6, kBandwidth / 1e9};
+  m.intra = m.inter;
+  return m;
+}
+
+double simulated(const char* name, Collective c, int p, uint64_t bytes, SimOptions options = {}) {
+  const Algorithm* a = findAlgorithm(c, name);
+  REQUIRE(a != nullptr);
+  CollectiveShape s{c, p, 0, bytes / 4, 4, 0, false, kNoChunking};
+  return simulate(*a, s, flat(p), options).seconds;
+}
+
+// Every p in 2..64, then a sampling up to 1024 (powers of two, their neighbours, primes).
+const std::vector<int> kRankCounts = [] {
+  std::vector<int> p;
+  for (int n = 2; n <= 64; ++n) p.push_back(n);
+  for (int n : {100, 127, 128, 129, 251, 255, 256, 257, 384, 509, 511, 512, 513, 700, 1000, 1021,
+                1023, 1024})
+    p.push_back(n);
+  return p;
+}();
+
+// Bytes divisible by every block split the algorithms make at these rank counts.
+uint64_t bytesFor(int p) {
+  return uint64_t{4} * p * 1024 * 4;
+}
+
+}  // namespace
+
+TEST_CASE("simulated ring allreduce is 2(p-1)a + 2(p-1)/p n/b for p = 2..1024") {
+  for (int p : kRankCounts) {
+    const double n = static_cast<double>(bytesFor(p));
+    const double textbook = 2 * (p - 1) * kAlpha + 2.0 * (p - 1) / p * n / kBandwidth;
+    INFO("p=" << p);
+    CHECK(simulated("ring", Collective::AllReduce, p, bytesFor(p)) ==
+          Approx(textbook).epsilon(0.01));
+  }
+}
+
+TEST_CASE("simulated halving-doubling allreduce is 2 lg p a + 2(p-1)/p n/b, plus the fold") {
+  for (int p : kRankCounts) {
+    const int q = floorPowerOfTwo(p);
+    const double lg = std::log2(q), n = static_cast<double>(bytesFor(p));
+    // Non-powers of two: one whole-vector message in (fold) and one out (unfold).
+    const double fold = p == q ? 0 : 2 * (kAlpha + n / kBandwidth);
+    const double textbook = 2 * lg * kAlpha + 2.0 * (q - 1) / q * n / kBandwidth + fold;
+    INFO("p=" << p);
+    CHECK(simulated("halving-doubling", Collective::AllReduce, p, bytesFor(p)) ==
+          Approx(textbook).epsilon(0.01));
+  }
+}
+
+// (Between the two sizes, eager messages of the ranks that do not fold start at once and share
+// the folding ranks' links with the fold: the model is then slower than the formula, as it
+// should be.)
+TEST_CASE("simulated recursive-doubling allreduce is lg p (a + n/b), plus the fold") {
+  for (int p : kRankCounts)
+    for (uint64_t bytes : {uint64_t{8}, bytesFor(p)}) {
+      const int q = floorPowerOfTwo(p);
+      const double n = static_cast<double>(bytes);
+      const double rounds = std::log2(q) + (p == q ? 0 : 2);
+      const double textbook = rounds * (kAlpha + n / kBandwidth);
+      INFO("p=" << p << " bytes=" << bytes);
+      CHECK(simulated("recursive-doubling", Collective::AllReduce, p, bytes) ==
+            Approx(textbook).epsilon(0.01));
+    }
+}
+
+TEST_CASE("replaying one rank per symmetry class gives what replaying every rank gives") {
+  for (const Algorithm& a : algorithmRegistry()) {
+    if (a.symmetry == Symmetry::None) continue;
+    for (int c = 0; c < kNumCollectives; ++c) {
+      const Collective coll = static_cast<Collective>(c);
+      if (!a.serves(coll)) continue;
+      for (int p : {8, 16, 32, 64})
+        for (int perHost : {1, 2, 4, 8})
+          for (uint64_t count : {uint64_t{64}, uint64_t{1} << 16}) {
+            MachineModel m;
+            m.nranks = p;
+            m.ranksPerHost = perHost;
+            m.intra = {1, 200};
+            m.inter = {5, 25};
+            m.reduceGBps = 20;
+            m.copyGBps = 40;
+            const CollectiveShape s{coll, p, 0, count, 4, 0, false, 16384};
+            SimOptions full;
+            full.full = true;
+            const SimResult fast = simulate(a, s, m), slow = simulate(a, s, m, full);
+            INFO(a.name << " " << collectiveName(coll) << " p=" << p << " perHost=" << perHost
+                        << " count=" << count);
+            CHECK(fast.symmetric == (perHost < p));
+            CHECK(fast.replayedRanks == (perHost < p ? perHost : p));
+            CHECK(fast.seconds == Approx(slow.seconds).epsilon(1e-9));
+          }
+    }
+  }
+}
+
+TEST_CASE("no schedule stalls when every send waits for its receive (rendezvous), 1..64 ranks") {
+  for (const Algorithm& a : algorithmRegistry())
+    for (int c = 0; c < kNumCollectives; ++c) {
+      const Collective coll = static_cast<Collective>(c);
+      if (!a.serves(coll)) continue;
+      for (int p = 1; p <= 64; ++p)
+        for (uint64_t count : {uint64_t{1}, uint64_t{5000}})
+          for (int root : {0, p / 2}) {
+            MachineModel m = flat(p);
+            m.ranksPerHost = 4;
+            const CollectiveShape s{coll, p, 0, count, 4, root, false, 4096};
+            SimOptions rendezvous;
+            rendezvous.rendezvous = true;
+            INFO(a.name << " " << collectiveName(coll) << " p=" << p << " count=" << count
+                        << " root=" << root);
+            REQUIRE_NOTHROW(simulate(a, s, m, rendezvous));
+          }
+    }
+}

@@ -1,0 +1,119 @@
+// The tuner picks, per call, the configuration the cost model prices cheapest. Checked against a
+// plain search written here: every allowed algorithm, every chunk size the tuner documents
+// (16 KiB x 4^k up to 16 MiB) and one or two channels, each priced by the simulator.
+#include "lib/tuner/tuner.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <limits>
+#include <vector>
+
+#include "algorithms/cost/simulator.hpp"
+
+using namespace weft;
+
+namespace {
+
+constexpr weftDataType_t kFloat = weftFloat32;
+
+MachineModel modelFor(const TunerSettings& settings, int p, int perHost) {
+  MachineModel m;
+  m.nranks = p;
+  m.ranksPerHost = std::min(perHost, p);
+  m.intra = settings.machine.ucx;
+  m.inter = settings.machine.net;
+  m.reduceGBps = settings.machine.reduceGBps;
+  m.copyGBps = settings.machine.copyGBps;
+  return m;
+}
+
+double priced(const Algorithm& a, Collective c, int p, uint64_t bytes, uint64_t chunk, int channels,
+              const MachineModel& m) {
+  CollectiveShape s;
+  s.collective = c;
+  s.nranks = p;
+  s.count = bytes / 4;
+  s.elemSize = 4;
+  s.chunkBytes = chunk;
+  s.channels = channels;
+  return simulate(a, s, m).seconds;
+}
+
+// The cheapest configuration of `a`, searched plainly.
+double bestOf(const Algorithm& a, Collective c, int p, uint64_t bytes, const MachineModel& m) {
+  double best = std::numeric_limits<double>::infinity();
+  const bool chunked = a.usesChunks(c);
+  for (uint64_t chunk = uint64_t{16} << 10; chunk <= uint64_t{16} << 20; chunk *= 4) {
+    for (int ch = 1; ch <= (chunked && supportsChannels(c) ? 2 : 1); ++ch)
+      best = std::min(best, priced(a, c, p, bytes, chunk, ch, m));
+    if (!chunked) break;
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("the tuner's choice is the simulated minimum and never slower than a forced one") {
+  const TunerSettings settings;  // built-in machine parameters, every algorithm allowed
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce,
+                       Collective::AllGather, Collective::ReduceScatter, Collective::AlltoAll})
+    for (int p : {2, 3, 5, 8, 13, 16, 32})
+      for (int perHost : {1, 4})
+        for (uint64_t bytes :
+             {uint64_t{64}, uint64_t{16} << 10, uint64_t{1} << 20, uint64_t{8} << 20}) {
+          Tuner tuner(p, perHost, settings);
+          const MachineModel m = modelFor(settings, p, perHost);
+          const TunerChoice choice = tuner.choose(c, bytes, kFloat, {}, false, "ucx");
+          REQUIRE(choice.algorithm != nullptr);
+          const double chosen =
+              priced(*choice.algorithm, c, p, bytes, choice.chunkBytes, choice.channels, m);
+          INFO(collectiveName(c) << " p=" << p << " perHost=" << perHost << " bytes=" << bytes
+                                 << " chose " << choice.algorithm->name << " chunk "
+                                 << choice.chunkBytes << " x" << choice.channels);
+          CHECK(choice.predictedSeconds == Approx(chosen).epsilon(1e-9));
+          double minimum = std::numeric_limits<double>::infinity();
+          for (const Algorithm& a : algorithmRegistry()) {
+            if (!a.serves(c)) continue;
+            const double best = bestOf(a, c, p, bytes, m);
+            minimum = std::min(minimum, best);
+            // Forced with the default chunk and one channel, as WEFT_ALGO alone would run it.
+            const double forced = priced(a, c, p, bytes, kDefaultChunkBytes, 1, m);
+            INFO("forced " << a.name << ": " << forced << " s, chosen " << chosen << " s");
+            CHECK(chosen <= forced * (1 + 1e-9));
+          }
+          CHECK(chosen == Approx(minimum).epsilon(1e-9));
+        }
+}
+
+TEST_CASE("decisions are cached per collective, size bucket and datatype") {
+  Tuner tuner(8, 2, TunerSettings{});
+  const TunerChoice a = tuner.choose(Collective::AllReduce, 4096, kFloat, {}, false, "ucx");
+  const TunerChoice b = tuner.choose(Collective::AllReduce, 8191, kFloat, {}, false, "ucx");
+  CHECK(a.algorithm == b.algorithm);
+  CHECK(a.predictedSeconds == b.predictedSeconds);
+  CHECK(sizeBucket(4096) == 12);
+  CHECK(sizeBucket(8191) == 12);
+  CHECK(sizeBucket(8192) == 13);
+  CHECK(sizeBucket(0) == 0);
+  CHECK(sizeBucket(1) == 0);
+}
+
+TEST_CASE("WEFT_ALGO's selection limits the tuner, and a forced algorithm wins over native") {
+  TunerSettings settings;
+  settings.selection = parseAlgoSelection("allreduce:tree");
+  Tuner tuner(8, 8, settings);
+  for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 24}) {
+    const TunerChoice c = tuner.choose(Collective::AllReduce, bytes, kFloat, {}, true, "shm");
+    REQUIRE(c.algorithm != nullptr);  // the native path is ruled out: the schedule runs
+    CHECK(std::string(c.algorithm->name) == "tree");
+  }
+  // Without WEFT_ALGO, native wins where it is available.
+  Tuner plain(8, 8, TunerSettings{});
+  CHECK(plain.choose(Collective::AllReduce, 8, kFloat, {}, true, "shm").algorithm == nullptr);
+  // Nothing allowed but native on a communicator that cannot use it: an error, not a fallback.
+  TunerSettings nativeOnly;
+  nativeOnly.selection = parseAlgoSelection("allreduce:native");
+  Tuner multiHost(8, 4, nativeOnly);
+  CHECK_THROWS_WITH(multiHost.choose(Collective::AllReduce, 8, kFloat, {}, false, "ucx"),
+                    Catch::Contains("WEFT_ALGO"));
+}

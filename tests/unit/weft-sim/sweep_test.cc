@@ -1,0 +1,52 @@
+// weft-sim's numbers are the cost model's: every algorithm's time equals a direct replay of its
+// schedules with the same chunk size and channels, the pick is the cheapest, and the sizes and
+// bus bandwidth factors follow nccl-tests.
+#include "sweep.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "algorithms/cost/simulator.hpp"
+
+using namespace weft;
+using namespace weft::sim;
+
+TEST_CASE("weft-sim prices every algorithm as a direct replay does, and picks the cheapest") {
+  Options o = parseOptions({"--ranks", "24", "--ranks-per-host", "4", "--reduce", "10", "--copy",
+                            "20", "all_reduce", "-b", "1K", "-e", "4M", "-f", "64"});
+  const std::vector<SizeResult> results = simulateSweep(o);
+  REQUIRE(results.size() == 3);  // 1K, 64K, 4M
+  for (const SizeResult& r : results) {
+    MachineModel m;
+    m.nranks = 24;
+    m.ranksPerHost = 4;
+    m.intra = o.intra;
+    m.inter = o.inter;
+    m.reduceGBps = 10;
+    m.copyGBps = 20;
+    double cheapest = 1e30;
+    for (const Candidate& c : r.priced) {
+      CollectiveShape s;
+      s.collective = Collective::AllReduce;
+      s.nranks = 24;
+      s.count = r.count;
+      s.elemSize = 4;
+      s.chunkBytes = c.chunkBytes;
+      s.channels = c.channels;
+      INFO(c.algorithm->name << " at " << r.bytes << " B");
+      CHECK(c.seconds == Approx(simulate(*c.algorithm, s, m).seconds).epsilon(1e-12));
+      cheapest = std::min(cheapest, c.seconds);
+    }
+    REQUIRE(r.pick.algorithm != nullptr);
+    CHECK(r.pick.predictedSeconds == Approx(cheapest).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("weft-sim's sizes and bus bandwidth factors follow nccl-tests") {
+  Options o = parseOptions({"all_gather", "-b", "8", "-e", "1G", "-f", "4"});
+  const std::vector<uint64_t> sizes = sweepSizes(o);
+  REQUIRE(sizes.size() == 14);  // 8 * 4^k up to 512M
+  CHECK(sizes.back() == uint64_t{512} << 20);
+  CHECK(busBandwidthFactor(Collective::AllReduce, 8) == Approx(2.0 * 7 / 8));
+  CHECK(busBandwidthFactor(Collective::AllGather, 8) == Approx(7.0 / 8));
+  CHECK(busBandwidthFactor(Collective::Broadcast, 8) == 1);
+}
