@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The sanitizer and fuzzing job (the README's test command runs it after the normal suite):
+# The sanitizer and fuzzing job (not part of the README's test command, which must stay within
+# CI's 20 minutes on 2 cores; run it by hand or in a second CI lane):
 #  1. one clang build (build-san/) with AddressSanitizer + UndefinedBehaviorSanitizer and
 #     libFuzzer coverage: every unit and integration test runs on it, the large sweeps in their
 #     quick form (WEFT_TEST_QUICK=1: see tests/support/quick.hpp), then every libFuzzer target
