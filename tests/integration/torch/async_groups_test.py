@@ -4,14 +4,13 @@ send/recv exchanges, and the errors a caller gets for what weft cannot do.
 One rank of a job started by spawn_ranks.py (torchrun-style variables), 2 or 4 ranks.
 """
 import os
-import sys
 import threading
-import traceback
 
 import torch
 import torch.distributed as dist
 
 import weft_torch
+from rank_main import run_rank  # noqa: E402
 
 RANK = int(os.environ["RANK"])
 N = int(os.environ["WORLD_SIZE"])
@@ -174,13 +173,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        # Say which rank and why, then leave at once: a graceful exit would first wait (up to
-        # the timeout) for the other ranks in every group's destroy.
-        print(f"rank {RANK}: FAILED: {e}", flush=True)
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
+    run_rank(main)

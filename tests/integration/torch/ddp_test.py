@@ -8,7 +8,6 @@ SGD, the example's default, keeps rounding differences at the last bits: about 3
 """
 import os
 import sys
-import traceback
 
 import torch
 import torch.distributed as dist
@@ -16,6 +15,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
 import torch_ddp  # noqa: E402
 import weft_torch  # noqa: E402,F401
+from rank_main import run_rank  # noqa: E402
 
 RANK = int(os.environ["RANK"])
 N = int(os.environ["WORLD_SIZE"])
@@ -49,13 +49,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        # Say which rank and why, then leave at once: a graceful exit would first wait (up to
-        # the timeout) for the other ranks in every group's destroy.
-        print(f"rank {RANK}: FAILED: {e}", flush=True)
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
+    run_rank(main)

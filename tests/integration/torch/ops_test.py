@@ -7,13 +7,12 @@ reference with plain float64/int64/complex128 arithmetic.
 """
 import math
 import os
-import sys
-import traceback
 
 import torch
 import torch.distributed as dist
 
 import weft_torch
+from rank_main import run_rank  # noqa: E402
 
 RANK = int(os.environ["RANK"])
 N = int(os.environ["WORLD_SIZE"])
@@ -252,13 +251,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        # Say which rank and why, then leave at once: a graceful exit would first wait (up to
-        # the timeout) for the other ranks in every group's destroy.
-        print(f"rank {RANK}: FAILED: {e}", flush=True)
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
+    run_rank(main)
