@@ -29,7 +29,11 @@ echo "sanitizers: address,undefined build took $((SECONDS - start)) s"
 skip='^install:|every collective, type and op on [5-8] processes|^soak:'
 start=$SECONDS
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 WEFT_TEST_QUICK=1 \
-  ctest --test-dir build-san --output-on-failure -j 2 -E "$skip"
+  ctest --test-dir build-san --output-on-failure -j 2 -E "$skip|^launch:"
+# Under mpirun, libpmix and Open MPI's plugins leak at exit (pmix_rte_init, and ~120 KB in
+# unloaded MCA modules): the launch tests run without leak detection, everything else still on.
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 WEFT_TEST_QUICK=1 \
+  ctest --test-dir build-san --output-on-failure -j 2 -R "^launch:"
 echo "sanitizers: address,undefined tests took $((SECONDS - start)) s"
 WEFT_FUZZ_BUILD=build-san ./scripts/fuzz.sh "${1:-20000}"
 
