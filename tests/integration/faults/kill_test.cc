@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "include/weft.h"
+#include "tests/integration/faults/victim_job.hpp"
 
 namespace {
 
@@ -62,7 +63,7 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
   if (std::regex_search(message, gone,
                         std::regex("ranks? ([0-9, ]+?)(?: \\(pids? [0-9, ]+\\))? exited"))) {
     const std::string list = ", " + gone[1].str() + ",";
-    named |= list.find(" " + std::to_string(kVictim) + ",") != std::string::npos;
+    named |= list.find(fmt::format(" {},", kVictim)) != std::string::npos;
   }
   named |= message.find("rank(s) " + std::to_string(kVictim)) != std::string::npos;
   const bool ok = (result == weftRemoteError || result == weftTimeout) && named &&
@@ -77,55 +78,9 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
   return ok ? 0 : 1;
 }
 
-std::string toHex(const weftUniqueId& id) {
-  std::string hex;
-  for (char c : id.internal) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
-  return hex;
-}
-
-weftUniqueId fromHex(const std::string& hex) {
-  weftUniqueId id{};
-  for (int i = 0; i < WEFT_UNIQUE_ID_BYTES; ++i)
-    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  return id;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::string(argv[1]) == "--rank")  // a rank, started by the parent below
-    return rankMain(fromHex(argv[5]), std::atoi(argv[3]), std::atoi(argv[2]),
-                    std::strtoull(argv[4], nullptr, 10));
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: weft-test-kill NRANKS BYTES\n");
-    return 2;
-  }
-  const int n = std::atoi(argv[1]);
-  weftUniqueId id;
-  if (weftGetUniqueId(&id) != weftSuccess) return 2;
-  const std::string hex = toHex(id);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    const std::string rank = std::to_string(r);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), argv[1], argv[2], hex.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  int failures = 0;
-  for (int r = 0; r < n; ++r) {
-    int status = 0;
-    waitpid(pids[r], &status, 0);
-    const bool expected = r == kVictim ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
-                                       : WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!expected) {
-      std::fprintf(stderr, "rank %d ended unexpectedly (status %#x)\n", r, status);
-      ++failures;
-    }
-  }
-  std::printf(failures ? "FAILED\n" : "every survivor reported the dead rank\n");
-  return failures ? 1 : 0;
+  return weft::faults::runVictimJob(argc, argv, kVictim, rankMain,
+                                    "every survivor reported the dead rank");
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "include/weft.h"
+#include "tests/integration/faults/victim_job.hpp"
 
 namespace {
 
@@ -79,53 +80,9 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
   return ok ? 0 : 1;
 }
 
-weftUniqueId fromHex(const std::string& hex) {
-  weftUniqueId id{};
-  for (int i = 0; i < WEFT_UNIQUE_ID_BYTES; ++i)
-    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  return id;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::string(argv[1]) == "--rank") {
-    const int code = rankMain(fromHex(argv[5]), std::atoi(argv[3]), std::atoi(argv[2]),
-                              std::strtoull(argv[4], nullptr, 10));
-    std::fflush(stdout);
-    return code;
-  }
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: weft-test-shrink NRANKS BYTES\n");
-    return 2;
-  }
-  weftUniqueId id;
-  if (weftGetUniqueId(&id) != weftSuccess) return 2;
-  std::string hex;
-  for (char c : id.internal) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
-  const int n = std::atoi(argv[1]);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    const std::string rank = std::to_string(r);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), argv[1], argv[2], hex.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  int failures = 0;
-  for (int r = 0; r < n; ++r) {
-    int status = 0;
-    waitpid(pids[r], &status, 0);
-    const bool expected = r == kVictim ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
-                                       : WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!expected) {
-      std::fprintf(stderr, "rank %d ended unexpectedly (status %#x)\n", r, status);
-      ++failures;
-    }
-  }
-  std::printf(failures ? "FAILED\n" : "the survivors shrank and finished the loop\n");
-  return failures ? 1 : 0;
+  return weft::faults::runVictimJob(argc, argv, kVictim, rankMain,
+                                    "the survivors shrank and finished the loop");
 }

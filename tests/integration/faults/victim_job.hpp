@@ -1,0 +1,74 @@
+// The job both fault tests run: the parent hosts the rendezvous and starts NRANKS ranks as new
+// processes (fork then exec, since forking a process that runs threads, the rendezvous root's
+// among them, is unsafe); each rank runs `rankMain`, and one of them, the victim, kills itself.
+// The job passes when the victim died by SIGKILL and every other rank exited 0.
+//
+//   PROGRAM NRANKS BYTES
+#pragma once
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "include/weft.h"
+
+namespace weft::faults {
+
+// rankMain(id, nranks, rank, bytes) returns the rank's exit status.
+using RankMain = int (*)(const weftUniqueId& id, int n, int rank, size_t bytes);
+
+inline int runVictimJob(int argc, char** argv, int victim, RankMain rankMain,
+                        const char* passed) {
+  if (argc == 6 && std::strcmp(argv[1], "--rank") == 0) {  // a rank, started below
+    weftUniqueId id{};
+    const std::string hex = argv[5];
+    for (int i = 0; i < WEFT_UNIQUE_ID_BYTES; ++i)
+      id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    const int code = rankMain(id, std::atoi(argv[3]), std::atoi(argv[2]),
+                              std::strtoull(argv[4], nullptr, 10));
+    std::fflush(stdout);
+    return code;
+  }
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s NRANKS BYTES\n", argv[0]);
+    return 2;
+  }
+  weftUniqueId id;
+  if (weftGetUniqueId(&id) != weftSuccess) return 2;
+  std::string hex;
+  for (char c : id.internal) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
+  const int n = std::atoi(argv[1]);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const std::string rank = std::to_string(r);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), argv[1], argv[2], hex.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int failures = 0;
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    const bool expected = r == victim ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
+                                      : WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!expected) {
+      std::fprintf(stderr, "rank %d ended unexpectedly (status %#x)\n", r, status);
+      ++failures;
+    }
+  }
+  std::printf("%s\n", failures ? "FAILED" : passed);
+  return failures ? 1 : 0;
+}
+
+}  // namespace weft::faults
