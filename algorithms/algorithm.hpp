@@ -27,6 +27,10 @@ struct CollectiveShape {
   // Parallel channels (allreduce, broadcast, reduce): the buffer is cut into this many
   // contiguous parts, each running its own copy of the algorithm at the same time.
   int channels = 1;
+  // The host of every rank (any equal ids: same host), for algorithms that treat ranks on one
+  // host and on other hosts differently (hierarchical); empty: every rank on one host. Fixed
+  // for a communicator (it outlives the shape), so not part of ScheduleCache's key.
+  std::span<const int> hostOfRank{};
 };
 
 enum class AlgorithmId : uint8_t {
@@ -41,6 +45,7 @@ enum class AlgorithmId : uint8_t {
   Binomial,
   ScatterAllGather,
   Bruck,
+  Hierarchical,
 };
 
 // Which ranks run the same schedule up to a relabeling of ranks; the cost model simulates one
@@ -87,6 +92,9 @@ Schedule buildBinomial(const CollectiveShape& shape);
 // scatter_allgather.cc: Broadcast
 Schedule buildScatterAllGather(const CollectiveShape& shape);
 Schedule buildBruck(const CollectiveShape& shape);  // bruck.cc: AllGather, AlltoAll
+// hierarchical.cc: AllReduce over shape.hostOfRank (intra-host reduce, inter-host rings,
+// intra-host broadcast)
+Schedule buildHierarchical(const CollectiveShape& shape);
 
 inline constexpr int kKnomialRadix = 4;
 

@@ -1,0 +1,191 @@
+// Hierarchical allreduce for communicators spread over several hosts (shape.hostOfRank).
+//
+// With H hosts and at least m ranks on every host, the buffer is cut into m shards; shard i
+// belongs to local rank i of every host (the i-th rank of the host in rank order). Three stages:
+//   1. intra-host reduce: every local rank sends its part of shard i to the owner of shard i on
+//      its host, which reduces them into its receive buffer (direct: one hop, shared memory);
+//   2. inter-host allreduce of each shard: the owners of shard i on the H hosts run a ring
+//      allreduce among themselves, so m rings run at once and every local rank drives one;
+//   3. intra-host broadcast: each owner sends the finished shard i to every other local rank.
+// Each host sends 2(H-1)/H of the buffer over its link in stage 2, the optimum, while the ring
+// over all n ranks sends 2(n-1)/n of it over a host link once per local rank at the host's
+// ends of the ring... and pays the intra-host hops in series. Local ranks beyond m (hosts with
+// more ranks than the smallest) only contribute in stage 1 and receive in stage 3.
+//
+// Units: shard i is cut into H blocks (the inter-host ring's) and every block into pipeline
+// chunks; every stage works unit by unit, so a unit flows through the three stages as soon as
+// it is ready. For one host this is a direct reduce-scatter plus allgather over the local ranks.
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/partition.hpp"
+#include "lib/base/error.hpp"
+
+namespace weft {
+namespace {
+
+BufferRef at(BufferId buffer, Range range, uint32_t elemSize) {
+  return {buffer, range.offset * elemSize};
+}
+
+// Who is where: hosts in order of their lowest rank, local ranks in rank order.
+struct HostLayout {
+  std::vector<std::vector<int>> ranksOf;  // ranksOf[h][i]: global rank of local rank i on host h
+  int host = 0, local = 0, shards = 0;
+
+  explicit HostLayout(const CollectiveShape& s) {
+    std::vector<int> hostIndex;  // shape's host id -> dense index (first seen first)
+    for (int r = 0; r < s.nranks; ++r) {
+      const int id = s.hostOfRank.empty() ? 0 : s.hostOfRank[static_cast<size_t>(r)];
+      size_t h = 0;
+      while (h < hostIndex.size() && hostIndex[h] != id) ++h;
+      if (h == hostIndex.size()) {
+        hostIndex.push_back(id);
+        ranksOf.emplace_back();
+      }
+      if (r == s.rank) {
+        host = static_cast<int>(h);
+        local = static_cast<int>(ranksOf[h].size());
+      }
+      ranksOf[h].push_back(r);
+    }
+    shards = static_cast<int>(ranksOf[0].size());
+    for (const auto& ranks : ranksOf) shards = std::min(shards, static_cast<int>(ranks.size()));
+  }
+  int hosts() const { return static_cast<int>(ranksOf.size()); }
+  int localSize() const { return static_cast<int>(ranksOf[host].size()); }
+};
+
+Schedule hierarchicalAllReduce(const CollectiveShape& s) {
+  if (!s.hostOfRank.empty() && s.hostOfRank.size() != static_cast<size_t>(s.nranks))
+    fail(weftInternalError, "hierarchical: {} host entries for {} ranks", s.hostOfRank.size(),
+         s.nranks);
+  ScheduleBuilder b;
+  const uint32_t e = s.elemSize;
+  const HostLayout layout(s);
+  const int H = layout.hosts(), m = layout.shards, k = layout.localSize();
+  const std::vector<int>& mine = layout.ranksOf[layout.host];
+  const bool owner = layout.local < m;
+  const int myShard = layout.local;
+
+  auto shard = [&](int i) { return blockRange(s.count, m, i); };
+  const uint64_t chunks = chunkCount(blockRange(shard(0).count, H, 0).count, e, s.chunkBytes);
+  const uint64_t units = static_cast<uint64_t>(H) * chunks;  // per shard: (block, chunk)
+  auto unit = [&](int i, int block, uint64_t j) {
+    const Range sh = shard(i);
+    const Range bl = blockRange(sh.count, H, block);
+    return chunkOf(Range{sh.offset + bl.offset, bl.count}, chunks, j);
+  };
+  auto unitIndex = [&](int block, uint64_t j) { return static_cast<uint64_t>(block) * chunks + j; };
+
+  // Stage 1, senders: my part of every other shard to its owner on this host, unit by unit.
+  // sentOf[i][u]: the send of unit u of shard i (a later receive into the same bytes, in place,
+  // waits for it).
+  std::vector<std::vector<StepId>> sentOf(m, std::vector<StepId>(units, kNoStep));
+  for (int i = 0; i < m; ++i) {
+    if (i == myShard) continue;
+    for (int block = 0; block < H; ++block)
+      for (uint64_t j = 0; j < chunks; ++j) {
+        const Range u = unit(i, block, j);
+        sentOf[i][unitIndex(block, j)] = b.send(mine[i], at(BufferId::Send, u, e), u.count * e);
+      }
+  }
+
+  // ready[u]: the last step that wrote unit u of my shard (stage 1, then 2).
+  std::vector<StepId> ready(units, kNoStep);
+  uint64_t tmpBase = 0, maxUnit = 0;
+  if (owner) {
+    maxUnit = (blockRange(shard(0).count, H, 0).count + chunks - 1) / chunks;
+    tmpBase = b.allocateScratch(units * maxUnit * e);
+  }
+  auto tmp = [&](uint64_t u) { return BufferRef{BufferId::Scratch, tmpBase + u * maxUnit * e}; };
+
+  if (owner) {
+    // Stage 1, owner: own input into the receive buffer, then every local peer's part added.
+    for (int block = 0; block < H; ++block)
+      for (uint64_t j = 0; j < chunks; ++j) {
+        const Range u = unit(myShard, block, j);
+        const uint64_t x = unitIndex(block, j);
+        ready[x] = b.copy(at(BufferId::Send, u, e), at(BufferId::Recv, u, e), u.count * e);
+        for (int peer = 0; peer < k; ++peer) {
+          if (peer == layout.local) continue;
+          ready[x] = b.recvReduce(mine[peer], at(BufferId::Recv, u, e), tmp(x),
+                                  at(BufferId::Recv, u, e), u.count * e, {ready[x]});
+        }
+      }
+
+    // Stage 2: ring allreduce of my shard among its owners on every host, in place in the
+    // receive buffer (ring.cc's schedule, over host positions). Reduce-scatter step t sends
+    // block host-t-1 and receives block host-t-2; allgather step t sends block host-t and
+    // receives block host-t-1.
+    if (H > 1) {
+      const int pos = layout.host;
+      const int right = layout.ranksOf[(pos + 1) % H][myShard];
+      const int left = layout.ranksOf[(pos + H - 1) % H][myShard];
+      auto blockAt = [&](int offset) { return ((pos + offset) % H + H) % H; };
+      std::vector<std::vector<StepId>> rsSend(H - 1, std::vector<StepId>(chunks));
+      for (int t = 0; t < H - 1; ++t) {
+        const int sendBlock = blockAt(-t - 1), recvBlock = blockAt(-t - 2);
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range u = unit(myShard, sendBlock, j);
+          rsSend[t][j] = b.send(right, at(BufferId::Recv, u, e), u.count * e,
+                                {ready[unitIndex(sendBlock, j)]});
+        }
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range u = unit(myShard, recvBlock, j);
+          const uint64_t x = unitIndex(recvBlock, j);
+          // Adds to the stage-1 sum of this unit (and reuses its landing slot): after it.
+          ready[x] = b.recvReduce(left, at(BufferId::Recv, u, e), tmp(x),
+                                  at(BufferId::Recv, u, e), u.count * e, {ready[x]});
+        }
+      }
+      for (int t = 0; t < H - 1; ++t) {
+        const int sendBlock = blockAt(-t), recvBlock = blockAt(-t - 1);
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range u = unit(myShard, sendBlock, j);
+          b.send(right, at(BufferId::Recv, u, e), u.count * e, {ready[unitIndex(sendBlock, j)]});
+        }
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range u = unit(myShard, recvBlock, j);
+          const uint64_t x = unitIndex(recvBlock, j);
+          // This block left from these bytes in reduce-scatter step t: that send comes first.
+          ready[x] = b.recv(left, at(BufferId::Recv, u, e), u.count * e, {rsSend[t][j], ready[x]});
+        }
+      }
+    }
+
+    // Stage 3, owner: the finished shard to every other local rank.
+    for (int peer = 0; peer < k; ++peer) {
+      if (peer == layout.local) continue;
+      for (int block = 0; block < H; ++block)
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range u = unit(myShard, block, j);
+          b.send(mine[peer], at(BufferId::Recv, u, e), u.count * e, {ready[unitIndex(block, j)]});
+        }
+    }
+  }
+
+  // Stage 3, receivers: every other shard from its owner on this host.
+  for (int i = 0; i < m; ++i) {
+    if (i == myShard) continue;
+    for (int block = 0; block < H; ++block)
+      for (uint64_t j = 0; j < chunks; ++j) {
+        const Range u = unit(i, block, j);
+        const uint64_t x = unitIndex(block, j);
+        b.recv(mine[i], at(BufferId::Recv, u, e), u.count * e, {sentOf[i][x]});
+      }
+  }
+  return std::move(b).finish();
+}
+
+}  // namespace
+
+Schedule buildHierarchical(const CollectiveShape& s) {
+  switch (s.collective) {
+    case Collective::AllReduce: return hierarchicalAllReduce(s);
+    default:
+      fail(weftInternalError, "hierarchical has no schedule for {}", collectiveName(s.collective));
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,118 @@
+// The hierarchical allreduce through the real launch path over loopback communicators that
+// pretend to live on several hosts (Comm::setHostOfRank): even and uneven hosts, hosts of one
+// rank, ranks of a host not contiguous, a host with more ranks than the others; counts below
+// and above the number of shards x hosts; in and out of place; one datatype per element size
+// and every operator, against tests/support/reference.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "support/collective_case.hpp"
+#include "unit/collectives/loopback_world.hpp"
+
+using namespace weft;
+using namespace weft::testing;
+
+namespace {
+
+// hosts[r]: the host of rank r.
+const std::vector<std::vector<int>> kLayouts = {
+    {0, 0, 0, 0},              // one host
+    {0, 1},                    // 1+1
+    {0, 0, 1},                 // 2+1
+    {0, 1, 1},                 // 1+2
+    {0, 0, 0, 1, 1},           // 3+2
+    {0, 0, 1, 1},              // 2+2
+    {0, 1, 0, 1, 0},           // interleaved 3+2
+    {0, 0, 1, 1, 2, 2, 3, 3},  // 4 hosts x 2
+    {0, 0, 0, 1, 2, 2},        // 3+1+2
+    {2, 2, 0, 1, 1, 0, 2},     // ids out of order, 3 hosts
+    {0, 1, 2, 3, 4},           // 5 hosts of one
+    {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},  // 4+7
+};
+
+const uint64_t kCounts[] = {0, 1, 2, 5, 7, 1023, 65537};
+constexpr weftDataType_t kOnePerSize[] = {weftFloat8e4m3, weftFloat16, weftFloat32, weftFloat64};
+
+std::string describe(const std::vector<int>& hosts) {
+  std::string s;
+  for (int h : hosts) s += std::to_string(h);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("hierarchical allreduce is exact on many host layouts, every op, in and out of place") {
+  const Algorithm* algo = findAlgorithm(Collective::AllReduce, "hierarchical");
+  REQUIRE(algo != nullptr);
+  for (const std::vector<int>& hosts : kLayouts) {
+    const int n = static_cast<int>(hosts.size());
+    LoopbackWorld world(n, 4096);
+    for (auto& c : world.comms) {
+      c->setHostOfRank(hosts);
+      c->overrides().algorithm[static_cast<int>(Collective::AllReduce)] = algo;
+    }
+    std::vector<RankBuffers> buffers(n);
+    for (weftDataType_t type : kOnePerSize)
+      for (int op : {weftSum, weftProd, weftMax, weftMin, weftAvg}) {
+        CaseShape shape{Collective::AllReduce, n, 0, 0, type, op};
+        const CaseInputs inputs(shape, 65537);
+        for (uint64_t count : kCounts)
+          for (bool inPlace : {false, true}) {
+            shape.count = count;
+            std::vector<Operation> ops(n);
+            for (int r = 0; r < n; ++r) {
+              buffers[r].prepare(shape, r, inPlace, inputs);
+              Operation& o = ops[r];
+              o.collective = Collective::AllReduce;
+              o.sendbuff = buffers[r].sendbuff;
+              o.recvbuff = buffers[r].recvbuff;
+              o.count = count;
+              o.datatype = type;
+              o.op = static_cast<weftRedOp_t>(op);
+            }
+            world.run(ops);
+            for (int r = 0; r < n; ++r) {
+              std::string first;
+              const uint64_t wrong = buffers[r].check(shape, r, inputs, first);
+              if (wrong)
+                FAIL("hosts " << describe(hosts) << " rank " << r << " "
+                              << describeCase(shape, inPlace) << ": " << wrong
+                              << " wrong; first: " << first);
+            }
+          }
+      }
+  }
+}
+
+TEST_CASE("hierarchical allreduce: every host sends 2(H-1)/H of the buffer over its link") {
+  // The bytes that cross host boundaries, summed over a host's ranks, from the schedules alone.
+  for (const std::vector<int>& hosts :
+       {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3},
+        std::vector<int>{0, 0, 0, 1, 1, 1}}) {
+    const int n = static_cast<int>(hosts.size());
+    const int H = hosts.back() + 1;
+    const uint64_t count = uint64_t{3} << 20;  // divisible by every shards x hosts here
+    std::vector<uint64_t> crossing(H, 0);
+    for (int r = 0; r < n; ++r) {
+      CollectiveShape s;
+      s.collective = Collective::AllReduce;
+      s.nranks = n;
+      s.rank = r;
+      s.count = count;
+      s.elemSize = 4;
+      s.chunkBytes = 1 << 16;
+      s.hostOfRank = hosts;
+      const Schedule schedule = buildHierarchical(s);
+      for (const Step& step : schedule.steps)
+        if (step.kind == StepKind::Send && hosts[step.peer] != hosts[r])
+          crossing[hosts[r]] += step.bytes;
+    }
+    for (int h = 0; h < H; ++h) {
+      INFO("hosts " << describe(hosts) << " host " << h);
+      CHECK(crossing[h] == 2 * (H - 1) * count * 4 / H);
+    }
+  }
+}
