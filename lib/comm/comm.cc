@@ -42,13 +42,16 @@ Comm::Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> t
     // Ranks share a host when they can share memory (same host identity).
     const std::string& mine = bootstrap_->rankInfo(rank_).hostId;
     localSize_ = 0;
-    std::map<std::string, int> perHost;
+    std::map<std::string, int> perHost, hostIndex;
     for (int r = 0; r < nranks_; ++r) {
+      const std::string& id = bootstrap_->rankInfo(r).hostId;
+      hostOfRank_.push_back(hostIndex.emplace(id, static_cast<int>(hostIndex.size())).first->second);
       ranksPerHost_ = std::max(ranksPerHost_, ++perHost[bootstrap_->rankInfo(r).hostId]);
       if (bootstrap_->rankInfo(r).hostId != mine) continue;
       if (r < rank_) ++localRank_;
       ++localSize_;
     }
+    if (hostIndex.size() == 1) hostOfRank_.clear();
   } else {
     localRank_ = rank_;
     localSize_ = nranks_;

@@ -119,6 +119,12 @@ class Comm {
   Tuner& tuner() { return *tuner_; }
   // The most ranks any host of this communicator holds (the same on every rank).
   int ranksPerHost() const { return ranksPerHost_; }
+  // The host of every rank (0, 1, ... in order of each host's lowest rank); empty when every
+  // rank is on one host. Schedules that treat hosts differently read it
+  // (CollectiveShape::hostOfRank); tests over one transport (loopback) set it to pretend ranks
+  // live on several hosts, before the first operation.
+  const std::vector<int>& hostOfRank() const { return hostOfRank_; }
+  void setHostOfRank(std::vector<int> hosts) { hostOfRank_ = std::move(hosts); }
 
   // Collective teardown: waits for issued operations, passes a barrier with every rank, closes
   // the transport. Afterwards operations fail with weftInvalidUsage.
@@ -163,6 +169,7 @@ class Comm {
   RedOpTable redOps_;
   TunerOverrides overrides_;
   int ranksPerHost_ = 1;
+  std::vector<int> hostOfRank_;  // empty: one host
   std::unique_ptr<Tuner> tuner_;
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it

@@ -220,6 +220,7 @@ Prepared prepare(Task& task) {
       shape.elemSize = es;
       shape.root = op.root;
       shape.inPlace = isInPlace(op, rank, n);
+      shape.hostOfRank = comm.hostOfRank();
       if (isReducing(op.collective)) {
         item.reduction = planReduction(op.op, op.datatype, n, comm.redOps());
         w.reduce = item.reduction.kernel;

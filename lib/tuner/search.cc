@@ -25,12 +25,17 @@ std::vector<uint64_t> chunkCandidates(const Algorithm& a, const CollectiveShape&
 std::vector<Candidate> priceAlgorithms(const SearchRequest& r) {
   std::vector<Candidate> out;
   const uint64_t bytes = r.count * r.elemSize;
+  // The model's hosts: rank q on host q / ranksPerHost (algorithms/cost).
+  std::vector<int> hosts;
+  if (r.model.ranksPerHost < r.model.nranks)
+    for (int q = 0; q < r.model.nranks; ++q) hosts.push_back(q / std::max(1, r.model.ranksPerHost));
   for (const Algorithm* a : r.algorithms) {
     CollectiveShape shape;
     shape.collective = r.collective;
     shape.nranks = r.model.nranks;
     shape.count = r.count;
     shape.elemSize = r.elemSize;
+    shape.hostOfRank = hosts;
     shape.chunkBytes = r.chunkBytes ? r.chunkBytes : uint64_t{512} << 10;
     std::vector<uint64_t> chunks =
         r.chunkBytes ? std::vector<uint64_t>{r.chunkBytes} : chunkCandidates(*a, shape);

@@ -74,6 +74,10 @@ std::vector<const Algorithm*> Tuner::allowed(Collective collective) const {
   std::vector<const Algorithm*> out;
   for (const Algorithm& a : algorithmRegistry())
     if (settings_.selection.allows(collective, a)) out.push_back(&a);
+  // On one host the hierarchical schedule is a plain direct reduce-scatter and allgather: only
+  // when WEFT_ALGO leaves nothing else.
+  if (ranksPerHost_ >= nranks_ && out.size() > 1)
+    std::erase_if(out, [](const Algorithm* a) { return a->id == AlgorithmId::Hierarchical; });
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "algorithms/cost/simulator.hpp"
@@ -27,9 +28,25 @@ MachineModel modelFor(const TunerSettings& settings, int p, int perHost) {
   return m;
 }
 
+// The model's hosts as the cost model places ranks: rank q on host q / ranksPerHost.
+std::vector<int> blockHosts(const MachineModel& m) {
+  std::vector<int> hosts;
+  if (m.ranksPerHost < m.nranks)
+    for (int q = 0; q < m.nranks; ++q) hosts.push_back(q / m.ranksPerHost);
+  return hosts;
+}
+
+// What the tuner may pick without WEFT_ALGO: everything serving c, except the hierarchical
+// schedule on one host.
+bool candidate(const Algorithm& a, Collective c, const MachineModel& m) {
+  return a.serves(c) && (a.id != AlgorithmId::Hierarchical || m.ranksPerHost < m.nranks);
+}
+
 double priced(const Algorithm& a, Collective c, int p, uint64_t bytes, uint64_t chunk, int channels,
               const MachineModel& m) {
+  const std::vector<int> hosts = blockHosts(m);
   CollectiveShape s;
+  s.hostOfRank = hosts;
   s.collective = c;
   s.nranks = p;
   s.count = bytes / 4;
@@ -73,7 +90,7 @@ TEST_CASE("the tuner's choice is the simulated minimum and never slower than a f
           CHECK(choice.predictedSeconds == Approx(chosen).epsilon(1e-9));
           double minimum = std::numeric_limits<double>::infinity();
           for (const Algorithm& a : algorithmRegistry()) {
-            if (!a.serves(c)) continue;
+            if (!candidate(a, c, m)) continue;
             const double best = bestOf(a, c, p, bytes, m);
             minimum = std::min(minimum, best);
             // Forced with the default chunk and one channel, as WEFT_ALGO alone would run it.
@@ -116,4 +133,26 @@ TEST_CASE("WEFT_ALGO's selection limits the tuner, and a forced algorithm wins o
   Tuner multiHost(8, 4, nativeOnly);
   CHECK_THROWS_WITH(multiHost.choose(Collective::AllReduce, 8, kFloat, {}, false, "ucx"),
                     Catch::Contains("WEFT_ALGO"));
+}
+
+TEST_CASE("the hierarchical allreduce is a candidate on several hosts only, and WEFT_ALGO can force it") {
+  const TunerSettings settings;
+  Tuner oneHost(4, 4, settings);
+  for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 20, uint64_t{64} << 20})
+    CHECK(oneHost.choose(Collective::AllReduce, bytes, kFloat, {}, false, "ucx").algorithm->id !=
+          AlgorithmId::Hierarchical);
+  const auto priced = [](const Tuner& t) {
+    std::vector<std::string> out;
+    for (const Candidate& c : t.price(Collective::AllReduce, 1 << 20, kFloat, "ucx"))
+      out.push_back(c.algorithm->name);
+    return out;
+  };
+  Tuner twoHosts(4, 2, settings);
+  CHECK_THAT(priced(twoHosts), Catch::VectorContains(std::string("hierarchical")));
+  CHECK_THAT(priced(oneHost), !Catch::VectorContains(std::string("hierarchical")));
+  TunerSettings forced;
+  forced.selection = parseAlgoSelection("allreduce:hierarchical");
+  Tuner forcedOneHost(4, 4, forced);
+  CHECK(forcedOneHost.choose(Collective::AllReduce, 8, kFloat, {}, false, "ucx").algorithm->id ==
+        AlgorithmId::Hierarchical);
 }
