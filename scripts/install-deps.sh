@@ -20,8 +20,8 @@ packages=(
   python3-torch libtorch-dev pybind11-dev python3-dev
   # reduction microbenchmark (perf/reduce-bench)
   libbenchmark-dev
-  # multi-host test bed (network namespaces)
-  iproute2
+  # multi-host test bed (scripts/netns-cluster.sh: ip and tc; unshare, nsenter, flock, findmnt)
+  iproute2 util-linux
 )
 
 missing=()

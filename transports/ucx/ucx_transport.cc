@@ -50,6 +50,12 @@ std::string endpointLanes(ucp_ep_h ep) {
 
 }  // namespace
 
+bool sharedMemoryLanes(std::string_view lanes) {
+  // UCX names every shared-memory transport's device "memory": sysv, posix, cma, xpmem, knem
+  // and self.
+  return lanes.find("/memory") != std::string_view::npos;
+}
+
 void UcxTransport::setUp(OutOfBand& oob) {
   rank_ = oob.rank();
   nranks_ = oob.nranks();
@@ -144,6 +150,20 @@ void UcxTransport::setUp(OutOfBand& oob) {
       fail(weftSystemError, "rank {}: connecting to rank {} ({}, error handling {}) failed: {}",
            rank_, r, p.sameHost ? "same host" : "other host", p.ucxErrorHandling ? "peer" : "none",
            ucs_status_string(status));
+    }
+    // A peer on another host must not be reached through shared memory: network namespaces on
+    // one kernel share a boot id, so UCX takes them for one machine and would use sysv, posix
+    // or cma between them, which no real pair of hosts can. UCX 1.13 grants the peer error
+    // handling these endpoints ask for only on network transports; a UCX that did otherwise
+    // (or a UCX_TLS without any network transport) is refused here, not run over fake links.
+    if (!p.sameHost) {
+      const std::string lanes = endpointLanes(p.ep);
+      if (sharedMemoryLanes(lanes)) {
+        fail(weftSystemError,
+             "rank {}: UCX connects to rank {} on another host through shared memory ({}); "
+             "give UCX a network transport for other hosts (UCX_TLS with tcp, rc, ud or dc)",
+             rank_, r, lanes);
+      }
     }
     if (!p.ucxErrorHandling && !sameProcess) {
       p.watched = watch_.add(r, info.pid);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "transports/transport.hpp"
@@ -80,6 +81,9 @@ struct ImmediateRecv {
 
 // "recv from rank 1 (tag 0x2a, 64 bytes)"
 std::string describe(const OpDesc& d);
+// Whether an endpoint's lanes ("sysv/memory.0, cma/memory.0", "tcp/eth0.0") include a
+// shared-memory transport: refused for peers on other hosts.
+bool sharedMemoryLanes(std::string_view lanes);
 // Sets the state last, with release order: a reader that sees it sees `bytes` and `error`.
 inline void publish(Request* req, Request::State state) {
   req->state.store(state, std::memory_order_release);

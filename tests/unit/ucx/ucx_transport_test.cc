@@ -7,6 +7,7 @@
 #include <random>
 
 #include "transports/ucx/tag_layout.hpp"
+#include "transports/ucx/ucx_transport_impl.hpp"
 #include "ucx_test_util.hpp"
 
 using namespace weft;
@@ -344,4 +345,15 @@ TEST_CASE("more than 2^20 ranks are refused at creation") {
     CHECK(e.result() == weftInvalidUsage);
     CHECK_THAT(e.what(), Catch::Contains("1048576"));
   }
+}
+
+TEST_CASE("lanes through shared memory are told apart from network lanes (other hosts refuse them)") {
+  using weft::ucx::sharedMemoryLanes;
+  CHECK(sharedMemoryLanes("sysv/memory.0, cma/memory.0"));
+  CHECK(sharedMemoryLanes("posix/memory.0"));
+  CHECK(sharedMemoryLanes("tcp/eth0.0, cma/memory.0"));
+  CHECK(sharedMemoryLanes("self/memory.0"));
+  CHECK_FALSE(sharedMemoryLanes("tcp/eth0.0"));
+  CHECK_FALSE(sharedMemoryLanes("tcp/lo.0, tcp/lo.0"));
+  CHECK_FALSE(sharedMemoryLanes("rc_mlx5/mlx5_0:1.0, ud_mlx5/mlx5_0:1.0"));
 }
