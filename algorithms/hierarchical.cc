@@ -135,8 +135,8 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
           const Range u = unit(myShard, recvBlock, j);
           const uint64_t x = unitIndex(recvBlock, j);
           // Adds to the stage-1 sum of this unit (and reuses its landing slot): after it.
-          ready[x] = b.recvReduce(left, at(BufferId::Recv, u, e), tmp(x),
-                                  at(BufferId::Recv, u, e), u.count * e, {ready[x]});
+          ready[x] = b.recvReduce(left, at(BufferId::Recv, u, e), tmp(x), at(BufferId::Recv, u, e),
+                                  u.count * e, {ready[x]});
         }
       }
       for (int t = 0; t < H - 1; ++t) {

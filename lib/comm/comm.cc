@@ -45,7 +45,8 @@ Comm::Comm(int rank, int nranks, CommConfig config, std::unique_ptr<Transport> t
     std::map<std::string, int> perHost, hostIndex;
     for (int r = 0; r < nranks_; ++r) {
       const std::string& id = bootstrap_->rankInfo(r).hostId;
-      hostOfRank_.push_back(hostIndex.emplace(id, static_cast<int>(hostIndex.size())).first->second);
+      const int index = static_cast<int>(hostIndex.size());
+      hostOfRank_.push_back(hostIndex.emplace(id, index).first->second);
       ranksPerHost_ = std::max(ranksPerHost_, ++perHost[bootstrap_->rankInfo(r).hostId]);
       if (bootstrap_->rankInfo(r).hostId != mine) continue;
       if (r < rank_) ++localRank_;

@@ -4,7 +4,6 @@
 // and above the number of shards x hosts; in and out of place; one datatype per element size
 // and every operator, against tests/support/reference.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -19,17 +18,17 @@ namespace {
 
 // hosts[r]: the host of rank r.
 const std::vector<std::vector<int>> kLayouts = {
-    {0, 0, 0, 0},              // one host
-    {0, 1},                    // 1+1
-    {0, 0, 1},                 // 2+1
-    {0, 1, 1},                 // 1+2
-    {0, 0, 0, 1, 1},           // 3+2
-    {0, 0, 1, 1},              // 2+2
-    {0, 1, 0, 1, 0},           // interleaved 3+2
-    {0, 0, 1, 1, 2, 2, 3, 3},  // 4 hosts x 2
-    {0, 0, 0, 1, 2, 2},        // 3+1+2
-    {2, 2, 0, 1, 1, 0, 2},     // ids out of order, 3 hosts
-    {0, 1, 2, 3, 4},           // 5 hosts of one
+    {0, 0, 0, 0},                       // one host
+    {0, 1},                             // 1+1
+    {0, 0, 1},                          // 2+1
+    {0, 1, 1},                          // 1+2
+    {0, 0, 0, 1, 1},                    // 3+2
+    {0, 0, 1, 1},                       // 2+2
+    {0, 1, 0, 1, 0},                    // interleaved 3+2
+    {0, 0, 1, 1, 2, 2, 3, 3},           // 4 hosts x 2
+    {0, 0, 0, 1, 2, 2},                 // 3+1+2
+    {2, 2, 0, 1, 1, 0, 2},              // ids out of order, 3 hosts
+    {0, 1, 2, 3, 4},                    // 5 hosts of one
     {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},  // 4+7
 };
 
@@ -44,47 +43,51 @@ std::string describe(const std::vector<int>& hosts) {
 
 }  // namespace
 
-TEST_CASE("hierarchical allreduce is exact on many host layouts, every op, in and out of place") {
+TEST_CASE(
+    "hierarchical allreduce is exact on many host layouts, every op, in and out of place, "
+    "one and two channels") {
   const Algorithm* algo = findAlgorithm(Collective::AllReduce, "hierarchical");
   REQUIRE(algo != nullptr);
-  for (const std::vector<int>& hosts : kLayouts) {
-    const int n = static_cast<int>(hosts.size());
-    LoopbackWorld world(n, 4096);
-    for (auto& c : world.comms) {
-      c->setHostOfRank(hosts);
-      c->overrides().algorithm[static_cast<int>(Collective::AllReduce)] = algo;
-    }
-    std::vector<RankBuffers> buffers(n);
-    for (weftDataType_t type : kOnePerSize)
-      for (int op : {weftSum, weftProd, weftMax, weftMin, weftAvg}) {
-        CaseShape shape{Collective::AllReduce, n, 0, 0, type, op};
-        const CaseInputs inputs(shape, 65537);
-        for (uint64_t count : kCounts)
-          for (bool inPlace : {false, true}) {
-            shape.count = count;
-            std::vector<Operation> ops(n);
-            for (int r = 0; r < n; ++r) {
-              buffers[r].prepare(shape, r, inPlace, inputs);
-              Operation& o = ops[r];
-              o.collective = Collective::AllReduce;
-              o.sendbuff = buffers[r].sendbuff;
-              o.recvbuff = buffers[r].recvbuff;
-              o.count = count;
-              o.datatype = type;
-              o.op = static_cast<weftRedOp_t>(op);
-            }
-            world.run(ops);
-            for (int r = 0; r < n; ++r) {
-              std::string first;
-              const uint64_t wrong = buffers[r].check(shape, r, inputs, first);
-              if (wrong)
-                FAIL("hosts " << describe(hosts) << " rank " << r << " "
-                              << describeCase(shape, inPlace) << ": " << wrong
-                              << " wrong; first: " << first);
-            }
-          }
+  for (const std::vector<int>& hosts : kLayouts)
+    for (int channels : {1, 2}) {
+      const int n = static_cast<int>(hosts.size());
+      LoopbackWorld world(n, 4096);
+      for (auto& c : world.comms) {
+        c->setHostOfRank(hosts);
+        c->overrides().algorithm[static_cast<int>(Collective::AllReduce)] = algo;
+        c->overrides().channels = channels;
       }
-  }
+      std::vector<RankBuffers> buffers(n);
+      for (weftDataType_t type : kOnePerSize)
+        for (int op : {weftSum, weftProd, weftMax, weftMin, weftAvg}) {
+          CaseShape shape{Collective::AllReduce, n, 0, 0, type, op};
+          const CaseInputs inputs(shape, 65537);
+          for (uint64_t count : kCounts)
+            for (bool inPlace : {false, true}) {
+              shape.count = count;
+              std::vector<Operation> ops(n);
+              for (int r = 0; r < n; ++r) {
+                buffers[r].prepare(shape, r, inPlace, inputs);
+                Operation& o = ops[r];
+                o.collective = Collective::AllReduce;
+                o.sendbuff = buffers[r].sendbuff;
+                o.recvbuff = buffers[r].recvbuff;
+                o.count = count;
+                o.datatype = type;
+                o.op = static_cast<weftRedOp_t>(op);
+              }
+              world.run(ops);
+              for (int r = 0; r < n; ++r) {
+                std::string first;
+                const uint64_t wrong = buffers[r].check(shape, r, inputs, first);
+                if (wrong)
+                  FAIL("hosts " << describe(hosts) << " channels " << channels << " rank " << r
+                                << " " << describeCase(shape, inPlace) << ": " << wrong
+                                << " wrong; first: " << first);
+              }
+            }
+        }
+    }
 }
 
 TEST_CASE("hierarchical allreduce: every host sends 2(H-1)/H of the buffer over its link") {

@@ -347,7 +347,7 @@ TEST_CASE("more than 2^20 ranks are refused at creation") {
   }
 }
 
-TEST_CASE("lanes through shared memory are told apart from network lanes (other hosts refuse them)") {
+TEST_CASE("shared-memory lanes are told apart from network lanes (other hosts refuse them)") {
   using weft::ucx::sharedMemoryLanes;
   CHECK(sharedMemoryLanes("sysv/memory.0, cma/memory.0"));
   CHECK(sharedMemoryLanes("posix/memory.0"));
