@@ -149,7 +149,11 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
           const Range u = unit(myShard, recvBlock, j);
           const uint64_t x = unitIndex(recvBlock, j);
           // This block left from these bytes in reduce-scatter step t: that send comes first.
-          ready[x] = b.recv(left, at(BufferId::Recv, u, e), u.count * e, {rsSend[t][j], ready[x]});
+          // As in ring.cc, chunk j of a step is received only after chunk j of the step before:
+          // posting every receive at once lets the transport interleave all of them (over tcp,
+          // about 1.6x slower on a shaped link).
+          ready[x] = b.recv(left, at(BufferId::Recv, u, e), u.count * e,
+                            {rsSend[t][j], ready[x], ready[unitIndex(sendBlock, j)]});
         }
       }
     }
