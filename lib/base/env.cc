@@ -36,6 +36,9 @@ constexpr std::array kVariables = {
            "disagreeing ranks instead of hanging or corrupting"},
     EnvVar{"WEFT_SHM_DISABLE", "0",
            "1: no shared-memory collectives; ranks on one host use the network transport"},
+    EnvVar{"WEFT_HOST_ID", "(boot id + IPC namespace)",
+           "ranks with the same value are on one host (they must be able to share memory); "
+           "replaces the identity weft reads from the kernel"},
     EnvVar{"WEFT_SHM_MODE", "auto",
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped, else "
            "CMA, else staged), staged (always through the segment) or cma"},
@@ -121,6 +124,7 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
     env.chunkBytes = parseInteger("WEFT_CHUNK_BYTES", v, 256, int64_t{1} << 40);
   if (const char* v = get("WEFT_ALGO"); v && *v) env.algo = v;
   if (const char* v = get("WEFT_TUNE_FILE"); v && *v) env.tuneFile = v;
+  if (const char* v = get("WEFT_HOST_ID"); v && *v) env.hostId = v;
   if (const char* v = get("WEFT_CHECK"); v && *v)
     env.check = parseInteger("WEFT_CHECK", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)

@@ -39,6 +39,7 @@ struct Env {
   // Checked by the tuner (lib/tuner/algo_selection.hpp), which knows the algorithm names.
   std::string algo;             // WEFT_ALGO: which algorithms the tuner may choose, per collective
   std::string tuneFile;         // WEFT_TUNE_FILE: link parameters for the cost model
+  std::string hostId;           // WEFT_HOST_ID: replaces the host identity (lib/bootstrap/host_id)
 };
 
 // One row of the table of variables (README.md lists the same rows; a test checks).

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "lib/base/env.hpp"
 #include "lib/base/log.hpp"
 #include "lib/bootstrap/handshake.hpp"
 
@@ -39,8 +40,16 @@ std::string hostIdentityFrom(std::string_view bootId, std::string_view ipcNamesp
   return std::string(trim(bootId)) + "/" + std::string(trim(ipcNamespace));
 }
 
+std::string hostIdentityOverride(std::string_view value) {
+  return "WEFT_HOST_ID:" + std::string(value);
+}
+
 const std::string& hostIdentity() {
   static const std::string identity = [] {
+    if (const std::string& forced = envOrDefaults().hostId; !forced.empty()) {
+      WEFT_INFO(kSubsysBoot, "bootstrap: host identity from WEFT_HOST_ID='{}'", forced);
+      return hostIdentityOverride(forced);
+    }
     const auto bootId = readBootId();
     const auto ipc = readIpcNamespace();
     if (bootId && ipc) return hostIdentityFrom(*bootId, *ipc);

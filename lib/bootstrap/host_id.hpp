@@ -8,10 +8,13 @@
 
 namespace weft {
 
-// This process's identity, computed once. When /proc does not say, a random identity is used so
-// that the process is treated as alone on its host (never wrongly sharing memory); that is
-// logged at WARN.
+// This process's identity, computed once: WEFT_HOST_ID when set (logged at INFO), else from
+// /proc. When /proc does not say, a random identity is used so that the process is treated as
+// alone on its host (never wrongly sharing memory); that is logged at WARN.
 const std::string& hostIdentity();
+
+// Pure: the identity WEFT_HOST_ID=`value` gives (never equal to one read from the kernel).
+std::string hostIdentityOverride(std::string_view value);
 
 // Pure: the identity made of a boot id (/proc/sys/kernel/random/boot_id, newline allowed) and an
 // IPC namespace link text (readlink /proc/self/ns/ipc, "ipc:[4026531839]").

@@ -112,6 +112,10 @@ TEST_CASE("the host identity is the boot id and the IPC namespace, equal across 
   CHECK(weft::hostIdentityFrom("0b7c-11\n", "ipc:[4026531839]") == "0b7c-11/ipc:[4026531839]");
   CHECK(weft::hostIdentityFrom("a", "ipc:[1]") != weft::hostIdentityFrom("a", "ipc:[2]"));
   CHECK(weft::hostIdentityFrom("a", "ipc:[1]") != weft::hostIdentityFrom("b", "ipc:[1]"));
+  // WEFT_HOST_ID: equal values are one host, and never equal to an identity from the kernel.
+  CHECK(weft::hostIdentityOverride("node7") == weft::hostIdentityOverride("node7"));
+  CHECK(weft::hostIdentityOverride("node7") != weft::hostIdentityOverride("node8"));
+  CHECK(weft::hostIdentityOverride("a/ipc:[1]") != weft::hostIdentityFrom("a", "ipc:[1]"));
   const std::string& mine = weft::hostIdentity();
   CHECK_FALSE(mine.empty());
   CHECK(mine.size() <= 256);
