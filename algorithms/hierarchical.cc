@@ -7,10 +7,11 @@
 //   2. inter-host allreduce of each shard: the owners of shard i on the H hosts run a ring
 //      allreduce among themselves, so m rings run at once and every local rank drives one;
 //   3. intra-host broadcast: each owner sends the finished shard i to every other local rank.
-// Each host sends 2(H-1)/H of the buffer over its link in stage 2, the optimum, while the ring
-// over all n ranks sends 2(n-1)/n of it over a host link once per local rank at the host's
-// ends of the ring... and pays the intra-host hops in series. Local ranks beyond m (hosts with
-// more ranks than the smallest) only contribute in stage 1 and receive in stage 3.
+// Each host sends 2(H-1)/H of the buffer over its link in stage 2, the optimum; the flat ring
+// over n ranks (hosts contiguous) sends 2(n-1)/n of it over each host link, 1.5x as much for
+// 2 hosts x 2 ranks. Local ranks beyond m (hosts with more ranks than the smallest) only
+// contribute in stage 1 and receive in stage 3. Within a host the stages go through whatever
+// the communicator's transport does there (UCX's shared memory today, not weft's own shm).
 //
 // Units: shard i is cut into H blocks (the inter-host ring's) and every block into pipeline
 // chunks; every stage works unit by unit, so a unit flows through the three stages as soon as
