@@ -92,8 +92,8 @@ Schedule buildBinomial(const CollectiveShape& shape);
 // scatter_allgather.cc: Broadcast
 Schedule buildScatterAllGather(const CollectiveShape& shape);
 Schedule buildBruck(const CollectiveShape& shape);  // bruck.cc: AllGather, AlltoAll
-// hierarchical.cc: AllReduce over shape.hostOfRank (intra-host reduce, inter-host rings,
-// intra-host broadcast)
+// hierarchical.cc: AllReduce, AllGather over shape.hostOfRank (intra-host reduce or gather,
+// inter-host rings, intra-host broadcast)
 Schedule buildHierarchical(const CollectiveShape& shape);
 
 inline constexpr int kKnomialRadix = 4;

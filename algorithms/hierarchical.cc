@@ -183,11 +183,108 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
   return std::move(b).finish();
 }
 
+// Allgather, the same decomposition: (1) every rank's block to every rank of its host (direct);
+// (2) part i of each host, the blocks of its local ranks j with j % m == i, travels round an
+// inter-host ring of the hosts' local ranks i, m rings at once; (3) each local rank i hands
+// what its ring brought to the other ranks of its host. Each host sends (H-1)/H of the output
+// over its link, once, the optimum.
+Schedule hierarchicalAllGather(const CollectiveShape& s) {
+  if (!s.hostOfRank.empty() && s.hostOfRank.size() != static_cast<size_t>(s.nranks))
+    fail(weftInternalError, "hierarchical: {} host entries for {} ranks", s.hostOfRank.size(),
+         s.nranks);
+  ScheduleBuilder b;
+  const uint32_t e = s.elemSize;
+  const HostLayout layout(s);
+  const int H = layout.hosts(), m = layout.shards, k = layout.localSize();
+  const std::vector<int>& mine = layout.ranksOf[layout.host];
+  const uint64_t chunks = chunkCount(s.count, e, s.chunkBytes);
+  // Chunk j of rank q's block in the output.
+  auto piece = [&](int q, uint64_t j) {
+    return chunkOf(Range{static_cast<uint64_t>(q) * s.count, s.count}, chunks, j);
+  };
+  auto part = [&](int h, int i) {  // the ranks of host h whose blocks ring i carries
+    std::vector<int> ranks;
+    for (size_t j = static_cast<size_t>(i); j < layout.ranksOf[h].size(); j += m)
+      ranks.push_back(layout.ranksOf[h][j]);
+    return ranks;
+  };
+  // have[q][j]: the step after which chunk j of rank q's block is in the receive buffer.
+  std::vector<std::vector<StepId>> have(s.nranks, std::vector<StepId>(chunks, kNoStep));
+
+  // Stage 1: my block into place and to every other local rank; theirs from them.
+  for (uint64_t j = 0; j < chunks; ++j) {
+    const Range c = chunkOf(Range{0, s.count}, chunks, j);
+    have[s.rank][j] =
+        b.copy(at(BufferId::Send, c, e), at(BufferId::Recv, piece(s.rank, j), e), c.count * e);
+  }
+  for (int peer = 0; peer < k; ++peer) {
+    if (peer == layout.local) continue;
+    for (uint64_t j = 0; j < chunks; ++j) {
+      const Range c = chunkOf(Range{0, s.count}, chunks, j);
+      b.send(mine[peer], at(BufferId::Send, c, e), c.count * e);
+    }
+  }
+  for (int peer = 0; peer < k; ++peer) {
+    if (peer == layout.local) continue;
+    for (uint64_t j = 0; j < chunks; ++j) {
+      const Range c = piece(mine[peer], j);
+      have[mine[peer]][j] = b.recv(mine[peer], at(BufferId::Recv, c, e), c.count * e);
+    }
+  }
+
+  const bool owner = layout.local < m;
+  const int i = layout.local;
+  if (owner && H > 1) {
+    // Stage 2: step t sends part i of host pos-t to the right, receives that of host pos-t-1.
+    const int pos = layout.host;
+    const int right = layout.ranksOf[(pos + 1) % H][i];
+    const int left = layout.ranksOf[(pos + H - 1) % H][i];
+    for (int t = 0; t < H - 1; ++t) {
+      for (int q : part((pos - t + H) % H, i))
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range c = piece(q, j);
+          b.send(right, at(BufferId::Recv, c, e), c.count * e, {have[q][j]});
+        }
+      for (int q : part((pos - t - 1 + 2 * H) % H, i))
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range c = piece(q, j);
+          have[q][j] = b.recv(left, at(BufferId::Recv, c, e), c.count * e);
+        }
+    }
+    // Stage 3, owner: what the ring brought, to every other local rank.
+    for (int peer = 0; peer < k; ++peer) {
+      if (peer == layout.local) continue;
+      for (int h = 0; h < H; ++h) {
+        if (h == pos) continue;
+        for (int q : part(h, i))
+          for (uint64_t j = 0; j < chunks; ++j) {
+            const Range c = piece(q, j);
+            b.send(mine[peer], at(BufferId::Recv, c, e), c.count * e, {have[q][j]});
+          }
+      }
+    }
+  }
+  // Stage 3, receivers: the other hosts' part o from local rank o.
+  for (int o = 0; o < m && H > 1; ++o) {
+    if (o == layout.local) continue;
+    for (int h = 0; h < H; ++h) {
+      if (h == layout.host) continue;
+      for (int q : part(h, o))
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range c = piece(q, j);
+          b.recv(mine[o], at(BufferId::Recv, c, e), c.count * e);
+        }
+    }
+  }
+  return std::move(b).finish();
+}
+
 }  // namespace
 
 Schedule buildHierarchical(const CollectiveShape& s) {
   switch (s.collective) {
     case Collective::AllReduce: return hierarchicalAllReduce(s);
+    case Collective::AllGather: return hierarchicalAllGather(s);
     default:
       fail(weftInternalError, "hierarchical has no schedule for {}", collectiveName(s.collective));
   }

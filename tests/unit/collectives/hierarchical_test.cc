@@ -43,24 +43,28 @@ std::string describe(const std::vector<int>& hosts) {
 
 }  // namespace
 
-TEST_CASE(
-    "hierarchical allreduce is exact on many host layouts, every op, in and out of place, "
-    "one and two channels") {
-  const Algorithm* algo = findAlgorithm(Collective::AllReduce, "hierarchical");
+namespace {
+
+// Every layout, one and two channels (allreduce), one datatype per element size, every operator
+// where the collective reduces, every count, in and out of place.
+void sweepLayouts(Collective coll) {
+  const Algorithm* algo = findAlgorithm(coll, "hierarchical");
   REQUIRE(algo != nullptr);
   for (const std::vector<int>& hosts : kLayouts)
     for (int channels : {1, 2}) {
+      if (channels > 1 && !supportsChannels(coll)) continue;
       const int n = static_cast<int>(hosts.size());
       LoopbackWorld world(n, 4096);
       for (auto& c : world.comms) {
         c->setHostOfRank(hosts);
-        c->overrides().algorithm[static_cast<int>(Collective::AllReduce)] = algo;
+        c->overrides().algorithm[static_cast<int>(coll)] = algo;
         c->overrides().channels = channels;
       }
       std::vector<RankBuffers> buffers(n);
       for (weftDataType_t type : kOnePerSize)
         for (int op : {weftSum, weftProd, weftMax, weftMin, weftAvg}) {
-          CaseShape shape{Collective::AllReduce, n, 0, 0, type, op};
+          if (!reduces(coll) && op != weftSum) continue;
+          CaseShape shape{coll, n, 0, 0, type, op};
           const CaseInputs inputs(shape, 65537);
           for (uint64_t count : kCounts)
             for (bool inPlace : {false, true}) {
@@ -69,7 +73,7 @@ TEST_CASE(
               for (int r = 0; r < n; ++r) {
                 buffers[r].prepare(shape, r, inPlace, inputs);
                 Operation& o = ops[r];
-                o.collective = Collective::AllReduce;
+                o.collective = coll;
                 o.sendbuff = buffers[r].sendbuff;
                 o.recvbuff = buffers[r].recvbuff;
                 o.count = count;
@@ -88,6 +92,18 @@ TEST_CASE(
             }
         }
     }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "hierarchical allreduce is exact on many host layouts, every op, in and out of place, "
+    "one and two channels") {
+  sweepLayouts(Collective::AllReduce);
+}
+
+TEST_CASE("hierarchical allgather delivers every block on many host layouts, in and out of place") {
+  sweepLayouts(Collective::AllGather);
 }
 
 TEST_CASE("hierarchical allreduce: every host sends 2(H-1)/H of the buffer over its link") {
