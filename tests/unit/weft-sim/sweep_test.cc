@@ -4,6 +4,7 @@
 #include "sweep.hpp"
 
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "algorithms/cost/simulator.hpp"
 
@@ -15,6 +16,8 @@ TEST_CASE("weft-sim prices every algorithm as a direct replay does, and picks th
                             "20", "all_reduce", "-b", "1K", "-e", "4M", "-f", "64"});
   const std::vector<SizeResult> results = simulateSweep(o);
   REQUIRE(results.size() == 3);  // 1K, 64K, 4M
+  std::vector<int> hosts;  // the cost model's layout: rank q on host q / ranksPerHost
+  for (int q = 0; q < 24; ++q) hosts.push_back(q / 4);
   for (const SizeResult& r : results) {
     MachineModel m;
     m.nranks = 24;
@@ -32,6 +35,7 @@ TEST_CASE("weft-sim prices every algorithm as a direct replay does, and picks th
       s.elemSize = 4;
       s.chunkBytes = c.chunkBytes;
       s.channels = c.channels;
+      s.hostOfRank = hosts;
       INFO(c.algorithm->name << " at " << r.bytes << " B");
       CHECK(c.seconds == Approx(simulate(*c.algorithm, s, m).seconds).epsilon(1e-12));
       cheapest = std::min(cheapest, c.seconds);
