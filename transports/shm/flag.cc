@@ -43,22 +43,39 @@ int usableCores() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
-int64_t spinBudgetNs(bool oversubscribed) { return oversubscribed ? 1000 : 200 * 1000; }
+int64_t spinCeilingNs(bool oversubscribed) { return oversubscribed ? kFloorSpinNs : 200 * 1000; }
 
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who) {
   if (reached(flag.load(), target)) return;
-  const auto spinUntil = Clock::now() + std::chrono::nanoseconds(context.spinNs);
+  // The clock is read only once the first round of spinning has not been enough: most waits end
+  // sooner, and the budget and the elapsed time count from there.
+  for (int i = 0; i < 64; ++i) {
+    if (reached(flag.load(), target)) return;
+    cpuRelax();
+  }
+  const auto start = Clock::now();
+  const auto spinUntil =
+      start + std::chrono::nanoseconds(context.spin ? context.spin->ns() : kFloorSpinNs);
   for (;;) {
     for (int i = 0; i < 64; ++i) {
-      if (reached(flag.load(), target)) return;
+      if (reached(flag.load(), target)) {
+        if (context.spin) context.spin->endedSpinning();
+        return;
+      }
       cpuRelax();
     }
     if (Clock::now() >= spinUntil) break;
   }
   for (int i = 0; i < kYields; ++i) {
-    if (reached(flag.load(), target)) return;
+    if (reached(flag.load(), target)) {
+      if (context.spin)
+        context.spin->endedYielding(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+      return;
+    }
     sched_yield();
   }
+  if (context.spin) context.spin->endedSleeping();
   auto& mutableFlag = const_cast<SharedFlag&>(flag);
   const Deadline deadline = Deadline::afterMs(context.timeoutMs);
   for (;;) {

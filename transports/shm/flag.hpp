@@ -17,6 +17,7 @@
 
 #include "lib/base/deadline.hpp"
 #include "lib/base/describer.hpp"
+#include "transports/shm/spin_budget.hpp"
 
 namespace weft {
 
@@ -49,16 +50,21 @@ struct WaitContext {
   std::string_view prefix;
   Describer op;
   std::string what() const { return std::string(prefix) + ": " + op.str(); }
-  // How long to spin before yielding. When every rank has a core of its own, spinning long is
-  // cheap and sleeping is dear (waking an idle virtual CPU can take tens of microseconds);
-  // when ranks share cores, a spinning rank steals the time its peer needs.
-  int64_t spinNs = 2000;
+  // How long to spin before yielding, adapted by every wait that uses it (spin_budget.hpp).
+  // Null: spin for kDefaultSpinNs.
+  SpinBudget* spin = nullptr;
 };
 
 // The cores this process may run on; ranks sharing them are oversubscribed when they outnumber
 // them.
 int usableCores();
-int64_t spinBudgetNs(bool oversubscribed);
+// The least a wait spins, and what a wait without a SpinBudget spins.
+inline constexpr int64_t kFloorSpinNs = 1000;
+// The most a wait spins, for ranks that have a core each or share cores. When every rank has a
+// core of its own, spinning long is cheap and sleeping is dear (waking an idle virtual CPU can
+// take tens of microseconds); when ranks share cores, a spinning rank steals the time its peer
+// needs.
+int64_t spinCeilingNs(bool oversubscribed);
 
 // Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose
 // flag it is), kAbortedResult, or what checkPeers throws.
