@@ -110,7 +110,7 @@ void Comm::setUpSharedMemory(Deadline deadline) {
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
   const bool oversubscribed = group.size() > usableCores();
-  spin_ = std::make_unique<SpinBudget>(kFloorSpinNs, spinCeilingNs(oversubscribed));
+  spin_ = makeSpinBudget(oversubscribed);
   shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, oversubscribed);
   localRanks_ = group.ranks;
   if (!group.oneProcess) {
