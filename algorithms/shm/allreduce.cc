@@ -79,14 +79,15 @@ void ShmCollectives::allReduceInline(const NativeCall& call) {
   if (calls > 2)
     for (int q = 0; q < n(); ++q)
       if (q != me())
-        waitFor(segment_.control(q).inlined[parity ^ 1], calls - 1, *wait_, group_.ranks[q]);
+        waitFor(segment_.control(q).inlined[parity ^ 1], calls - 1, *wait_, group_.ranks[q],
+                &segment_.control(q).cpu);
   SharedFlag& mine = segment_.control(me()).inlined[parity];
   std::memcpy(mine.payload, call.sendbuff, bytes);
   mine.publish(calls);
   // Every rank reduces in rank order, so every rank computes the same bits.
   auto line = [&](int q) -> const uint8_t* {
     const SharedFlag& theirs = segment_.control(q).inlined[parity];
-    if (q != me()) waitFor(theirs, calls, *wait_, group_.ranks[q]);
+    if (q != me()) waitFor(theirs, calls, *wait_, group_.ranks[q], &segment_.control(q).cpu);
     return theirs.payload;
   };
   uint8_t acc[sizeof(SharedFlag::payload)];

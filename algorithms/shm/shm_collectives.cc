@@ -1,5 +1,7 @@
 #include "algorithms/shm/shm_collectives.hpp"
 
+#include <sched.h>
+
 #include <sys/uio.h>
 
 #include <cerrno>
@@ -27,7 +29,8 @@ bool ShmCollectives::serves(Collective c) {
 void ShmCollectives::arrive() { segment_.control(me()).progress.publish(++phase_); }
 
 void ShmCollectives::waitPeer(int q, uint32_t phase) const {
-  if (q != me()) waitFor(segment_.control(q).progress, phase, *wait_, group_.ranks[q]);
+  if (q != me())
+    waitFor(segment_.control(q).progress, phase, *wait_, group_.ranks[q], &segment_.control(q).cpu);
 }
 
 void ShmCollectives::waitAll(uint32_t phase) const {
@@ -183,6 +186,10 @@ void ShmCollectives::copyFromPeer(Path path, int q, Side side, uint64_t offset, 
 
 void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
   wait_ = &wait;
+  // Tell waiters where this rank runs (one store, and only when it moved).
+  std::atomic<int32_t>& cpu = segment_.control(me()).cpu;
+  const int32_t now = sched_getcpu();
+  if (cpu.load(std::memory_order_relaxed) != now) cpu.store(now, std::memory_order_relaxed);
   switch (call.collective) {
     case Collective::AllReduce: allReduce(call); break;
     case Collective::ReduceScatter: reduceScatter(call); break;

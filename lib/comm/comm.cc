@@ -114,7 +114,7 @@ void Comm::setUpSharedMemory(Deadline deadline) {
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
   const bool oversubscribed = group.size() > usableCores();
-  spinNs_ = spinBudgetNs(oversubscribed);
+  spin_ = makeSpinBudget(oversubscribed);
   shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, oversubscribed);
   localRanks_ = group.ranks;
   if (!group.oneProcess) {
@@ -137,7 +137,7 @@ WaitContext Comm::shmWait(Describer op) {
   w.abortFlag = abortFlag();
   w.prefix = label_;
   w.op = op;
-  w.spinNs = spinNs_;
+  w.spin = spin_.get();
   if (localPeers_) w.checkPeers = [this] { checkLocalPeers(); };
   return w;
 }

@@ -26,6 +26,7 @@
 #include "lib/comm/config.hpp"
 #include "lib/comm/redop.hpp"
 #include "lib/tuner/tuner.hpp"
+#include "transports/shm/spin_budget.hpp"
 #include "transports/transport.hpp"
 
 namespace weft {
@@ -175,7 +176,8 @@ class Comm {
   std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it
   std::unique_ptr<ProcessWatch> localPeers_;
   std::vector<int> localRanks_;  // global ranks on this host
-  int64_t spinNs_ = 2000;
+  // How long shared-memory waits spin; learned as they end (transports/shm/spin_budget.hpp).
+  std::unique_ptr<SpinBudget> spin_;
   std::mutex watchMutex_;
   std::array<const char*, kNumCollectives> lastChoice_{};
 };

@@ -396,6 +396,58 @@ void runTasks(std::vector<Task>& tasks) {
 
 }  // namespace
 
+bool launchNativeNow(const Submission& s) {
+  Comm& comm = *s.comm;
+  const Operation& op = s.op;
+  if (s.stream || !comm.shm() || op.count == 0 || op.collective == Collective::Send ||
+      op.collective == Collective::Recv || !ShmCollectives::serves(op.collective) ||
+      envOrDefaults().check ||
+      !comm.tuner().choosesNative(op.collective, comm.overrides(), /*nativeAvailable=*/true))
+    return false;
+  const int n = comm.nranks(), rank = comm.rank();
+  ReduceFn reduce = nullptr;
+  if (isReducing(op.collective)) {
+    const ReductionPlan reduction = planReduction(op.op, op.datatype, n, comm.redOps());
+    if (reduction.prescale || reduction.postDivide) return false;  // prepare() scales
+    reduce = reduction.kernel;
+  }
+  comm.checkUsable();
+  PlannedOp planned{op, 0, nullptr};
+  uint64_t ticket;
+  {
+    auto lock = comm.lockIssue();
+    const Comm::Reservation r = comm.reserve(1);
+    ticket = r.ticket;
+    planned.seq = r.firstCollective;
+  }
+  bool holding = false;
+  try {
+    comm.waitTurn(ticket);
+    holding = true;
+    comm.checkUsable();
+    comm.noteChoice(op.collective, "shared memory (native)");
+    NativeCall call;
+    call.collective = op.collective;
+    call.sendbuff = op.sendbuff;
+    call.recvbuff = op.recvbuff;
+    call.count = op.count;
+    call.elemSize = static_cast<uint32_t>(datatypeSize(op.datatype));
+    call.reduce = reduce;
+    call.root = op.root;
+    call.inPlace = isInPlace(op, rank, n);
+    comm.shm()->run(call, comm.shmWait({&describePlanned, &planned}));
+  } catch (const Error& e) {
+    comm.setFailed(e);
+    if (holding)
+      comm.endTurn(ticket);
+    else
+      comm.abandonTurn(ticket);
+    throw;
+  }
+  comm.endTurn(ticket);
+  return true;
+}
+
 void launch(std::vector<Submission> submissions) {
   std::vector<Task> tasks = plan(submissions);
   std::vector<Task> now;

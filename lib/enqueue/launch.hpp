@@ -26,4 +26,10 @@ struct Submission {
 // fails. Every communicator involved in a failed run is marked failed.
 void launch(std::vector<Submission> submissions);
 
+// The common call of a framework or a benchmark, outside a group: one blocking collective that
+// the native shared-memory code runs. Runs it without the planning that groups, streams and
+// schedules need (a few allocations and locks: a fifth of a small allreduce's time), and
+// returns true; returns false, having done nothing, for any other submission.
+bool launchNativeNow(const Submission& submission);
+
 }  // namespace weft

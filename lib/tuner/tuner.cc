@@ -93,6 +93,12 @@ std::vector<Candidate> Tuner::price(Collective collective, uint64_t bytes, weftD
   return priceAlgorithms(request);
 }
 
+bool Tuner::choosesNative(Collective collective, const TunerOverrides& overrides,
+                          bool nativeAvailable) const {
+  return nativeAvailable && !overrides.algorithm[static_cast<int>(collective)] &&
+         settings_.selection.allowsNative(collective);
+}
+
 TunerChoice Tuner::choose(Collective collective, uint64_t bytes, weftDataType_t datatype,
                           const TunerOverrides& overrides, bool nativeAvailable,
                           std::string_view transport) {
@@ -104,7 +110,7 @@ TunerChoice Tuner::choose(Collective collective, uint64_t bytes, weftDataType_t 
     choice.channels = std::max(1, overrides.channels);
     return choice;
   }
-  if (nativeAvailable && settings_.selection.allowsNative(collective)) return choice;
+  if (choosesNative(collective, overrides, nativeAvailable)) return choice;
   const std::vector<const Algorithm*> candidates = allowed(collective);
   if (candidates.empty())
     fail(weftInvalidUsage,

@@ -66,6 +66,11 @@ class Tuner {
                      const TunerOverrides& overrides, bool nativeAvailable,
                      std::string_view transport);
 
+  // Whether choose() picks the native shared-memory collective: it depends on the settings and
+  // overrides only, so unlike choose() it may be asked from any thread.
+  bool choosesNative(Collective collective, const TunerOverrides& overrides,
+                     bool nativeAvailable) const;
+
   // Every allowed algorithm priced for one size (weft-topo --tuning).
   std::vector<Candidate> price(Collective collective, uint64_t bytes, weftDataType_t datatype,
                                std::string_view transport) const;

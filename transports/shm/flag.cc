@@ -14,8 +14,10 @@
 namespace weft {
 namespace {
 
-// After spinning, yield this many times, then sleep on the futex.
+// Ranks with a core each: after spinning, yield this many times, then sleep on the futex.
 constexpr int kYields = 50;
+// What such ranks spin at least, and what a wait without a SpinBudget spins.
+constexpr int64_t kFloorSpinNs = 1000;
 // A sleeping waiter wakes at least this often to look at the deadline, abort and peers.
 constexpr long kNapNs = 10 * 1000 * 1000;
 
@@ -43,19 +45,37 @@ int usableCores() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
-int64_t spinBudgetNs(bool oversubscribed) { return oversubscribed ? 1000 : 200 * 1000; }
+std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed) {
+  if (oversubscribed) return std::make_unique<SpinBudget>(0, 0, 0);
+  return std::make_unique<SpinBudget>(kFloorSpinNs, 200 * 1000, kYields);
+}
 
-void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who) {
-  if (reached(flag.load(), target)) return;
-  const auto spinUntil = Clock::now() + std::chrono::nanoseconds(context.spinNs);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (reached(flag.load(), target)) return;
-      cpuRelax();
-    }
-    if (Clock::now() >= spinUntil) break;
+void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who,
+             const std::atomic<int32_t>* whoCpu) {
+  // A first round of spinning (about 1 us) before anything else: most waits end in it, and they
+  // neither read the clock nor move the budget.
+  for (int i = 0; i < 64; ++i) {
+    if (reached(flag.load(), target)) return;
+    cpuRelax();
   }
-  for (int i = 0; i < kYields; ++i) {
+  SpinBudget* budget = context.spin;
+  const bool sameCpu = whoCpu && whoCpu->load(std::memory_order_relaxed) == sched_getcpu();
+  if (!sameCpu) {
+    const auto spinUntil =
+        Clock::now() + std::chrono::nanoseconds(budget ? budget->ns() : kFloorSpinNs);
+    do {
+      for (int i = 0; i < 64; ++i) {
+        if (reached(flag.load(), target)) {
+          if (budget) budget->spinWorked();
+          return;
+        }
+        cpuRelax();
+      }
+    } while (Clock::now() < spinUntil);
+    if (budget) budget->spinFailed();
+  }
+  const int yields = budget ? budget->yields() : kYields;
+  for (int i = 0; i < yields; ++i) {
     if (reached(flag.load(), target)) return;
     sched_yield();
   }

@@ -40,6 +40,9 @@ struct RankControl {
   // Tiny payloads published with their own sequence number in one cache line, so a reader gets
   // flag and data in one transfer; double-buffered by call (algorithms/shm).
   SharedFlag inlined[2];
+  // The CPU this rank ran its latest native collective on (sched_getcpu). A waiter on that same
+  // CPU knows the rank cannot be running: it yields instead of spinning (transports/shm/flag.hpp).
+  alignas(64) std::atomic<int32_t> cpu;
 };
 
 struct SegmentGeometry {

@@ -1,0 +1,56 @@
+// The adaptive spin budget (transports/shm/spin_budget.hpp): a pure rule, checked step by step.
+#include <catch2/catch.hpp>
+
+#include "transports/shm/spin_budget.hpp"
+
+using weft::SpinBudget;
+
+TEST_CASE("spin budget: starts at the floor; each spin that works doubles it, up to the ceiling",
+          "[shm][spin]") {
+  SpinBudget b(1000, 200000, 50);
+  CHECK(b.ns() == 1000);
+  CHECK(b.yields() == 50);
+  const int64_t expected[] = {2000, 4000, 8000, 16000, 32000, 64000, 128000, 200000, 200000};
+  for (int64_t e : expected) {
+    b.spinWorked();
+    CHECK(b.ns() == e);
+  }
+}
+
+TEST_CASE("spin budget: each spin that fails halves it, down to the floor", "[shm][spin]") {
+  SpinBudget b(1000, 200000, 50);
+  for (int i = 0; i < 8; ++i) b.spinWorked();
+  REQUIRE(b.ns() == 200000);
+  const int64_t expected[] = {100000, 50000, 25000, 12500, 6250, 3125, 1562, 1000, 1000};
+  for (int64_t e : expected) {
+    b.spinFailed();
+    CHECK(b.ns() == e);
+  }
+}
+
+TEST_CASE("spin budget: mixed outcomes move it both ways", "[shm][spin]") {
+  SpinBudget b(1000, 200000, 50);
+  b.spinWorked();   // 2000
+  b.spinWorked();   // 4000
+  b.spinFailed();   // 2000
+  b.spinWorked();   // 4000
+  b.spinWorked();   // 8000
+  b.spinFailed();   // 4000
+  b.spinFailed();   // 2000
+  CHECK(b.ns() == 2000);
+}
+
+TEST_CASE("spin budget: a floor above the ceiling is the ceiling; a zero budget stays zero",
+          "[shm][spin]") {
+  SpinBudget none(0, 0, 0);
+  none.spinWorked();
+  CHECK(none.ns() == 0);
+  none.spinFailed();
+  CHECK(none.ns() == 0);
+  CHECK(none.yields() == 0);
+  SpinBudget odd(5000, 2000, 10);
+  CHECK(odd.floorNs() == 2000);
+  CHECK(odd.ns() == 2000);
+  odd.spinFailed();
+  CHECK(odd.ns() == 2000);
+}
