@@ -27,6 +27,10 @@ struct CollectiveShape {
   // Parallel channels (allreduce, broadcast, reduce): the buffer is cut into this many
   // contiguous parts, each running its own copy of the algorithm at the same time.
   int channels = 1;
+  // The ring's order of ranks (ring.cc): ringOrder[i] is followed by ringOrder[i + 1]; empty
+  // for 0 -> 1 -> ... -> n-1. From the topology (lib/topology/placement.hpp), so that a ring
+  // crosses packages and hosts the fewest times. Not owned: the communicator keeps it.
+  std::span<const int> ringOrder;
 };
 
 enum class AlgorithmId : uint8_t {
