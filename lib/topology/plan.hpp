@@ -1,0 +1,39 @@
+// The decision for a set of GPUs on one host, per collective: the packed trees, the best single
+// ring, which of the two runs (the faster in the model of packing.hpp; never slower than the
+// ring), and the max-flow upper bound both are judged against. weft-topo and weft-sim print it.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/topology/packing.hpp"
+
+namespace weft::topology {
+
+struct CollectivePlan {
+  PackedCollective collective = PackedCollective::Broadcast;
+  int root = 0;
+  double upperBoundGBps = 0;
+  Packing packed;
+  RingChoice ring;
+  bool ringChosen = false;  // the ring is at least as fast as the packing
+  double chosenGBps() const { return ringChosen ? ring.rateGBps : packed.rateGBps; }
+};
+
+struct GpuPlan {
+  std::vector<int> gpus;  // graph nodes, rank order
+  CollectivePlan broadcast, allreduce;
+};
+
+// `gpus`: graph nodes of the ranks' GPUs on one host (at least two); `root`: the broadcast root.
+GpuPlan planGpus(const Graph& graph, std::span<const int> gpus, int root = 0);
+
+// GPU nodes of the host-local cudaN indexes in `indexes` (all of the host's GPUs when empty).
+// Throws Error (weftInvalidArgument) naming an index the host does not have.
+std::vector<int> gpusByIndex(const Graph& graph, std::span<const int> indexes);
+
+std::string formatGpuPlan(const Graph& graph, const GpuPlan& plan);
+std::string gpuPlanJson(const Graph& graph, const GpuPlan& plan);
+
+}  // namespace weft::topology
