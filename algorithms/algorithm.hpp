@@ -30,7 +30,7 @@ struct CollectiveShape {
   // The ring's order of ranks (ring.cc): ringOrder[i] is followed by ringOrder[i + 1]; empty
   // for 0 -> 1 -> ... -> n-1. From the topology (lib/topology/placement.hpp), so that a ring
   // crosses packages and hosts the fewest times. Not owned: the communicator keeps it.
-  std::span<const int> ringOrder;
+  std::span<const int> ringOrder = {};
 };
 
 enum class AlgorithmId : uint8_t {

@@ -43,8 +43,8 @@ Topology load(const Source& source) {
     if (stat(source.xmlFile.c_str(), &st) != 0)
       fail(weftInvalidArgument, "{}: cannot read it: {}", describe(source), std::strerror(errno));
     if (hwloc_topology_set_xml(raw, source.xmlFile.c_str()) != 0)
-      fail(weftInvalidArgument, "{}: hwloc rejected it: {}", describe(source),
-           std::strerror(errno));
+      fail(weftInvalidArgument, "{}: hwloc rejected it (expected hwloc XML, format 2.0): {}",
+           describe(source), std::strerror(errno));
   } else if (!source.synthetic.empty()) {
     if (hwloc_topology_set_synthetic(raw, source.synthetic.c_str()) != 0)
       fail(weftInvalidArgument,
