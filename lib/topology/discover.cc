@@ -3,6 +3,7 @@
 #include <hwloc.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -293,7 +294,15 @@ Graph discover(const Source& source) {
 }
 
 int currentCpu() {
-  return sched_getcpu();
+  // A process allowed on every CPU may run anywhere: its CPU of the moment says nothing.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (CPU_COUNT(&set) >= online) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) return c;
+  return -1;
 }
 
 }  // namespace weft::topology

@@ -24,7 +24,7 @@ Source sourceFromEnv();
 // cannot load it or the NVLink matrix names something that is not a GPU.
 Graph discover(const Source& source);
 
-// Where a process runs: its host's name and its CPU binding (first PU), -1 when unbound.
+// The first CPU this process is bound to, or -1 when it may run on every CPU (unbound).
 int currentCpu();
 
 }  // namespace weft::topology
