@@ -154,8 +154,9 @@ std::vector<double> treeLoad(const FlowNetwork& net, const Paths& paths, PackedC
   for (int v = 0; v < net.ngpus; ++v) {
     const int p = parent[v];
     if (p < 0) continue;
-    for (int arc : paths.arcs[p][v]) load[arc] += 1;
-    if (c == PackedCollective::AllReduce)
+    if (c != PackedCollective::Reduce)  // down the tree
+      for (int arc : paths.arcs[p][v]) load[arc] += 1;
+    if (c != PackedCollective::Broadcast)  // up the tree
       for (int arc : paths.arcs[v][p]) load[arc] += 1;
   }
   return load;
@@ -265,6 +266,16 @@ double broadcastUpperBound(const FlowNetwork& net, int root) {
   return bound;
 }
 
+double reduceUpperBound(const FlowNetwork& net, int root) {
+  double bound = kInf;
+  for (int v = 0; v < net.ngpus; ++v) {
+    if (v == root) continue;
+    const int src[] = {v}, dst[] = {root};
+    bound = std::min(bound, maxFlow(net, src, dst));
+  }
+  return bound;
+}
+
 double allReduceUpperBound(const FlowNetwork& net) {
   const int n = net.ngpus;
   if (n < 2) return kInf;
@@ -315,7 +326,7 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
   std::map<std::vector<int>, double> found;
   const std::vector<int> roots = [&] {
     std::vector<int> r;
-    if (c == PackedCollective::Broadcast) r.push_back(root);
+    if (c != PackedCollective::AllReduce) r.push_back(root);
     else for (int v = 0; v < n; ++v) r.push_back(v);
     return r;
   }();
@@ -331,13 +342,10 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
     std::vector<Edge> edges;
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b) {
-        if (a == b || paths.arcs[a][b].empty()) continue;
-        double w = cost(a, b);
-        if (c == PackedCollective::AllReduce) {
-          if (paths.arcs[b][a].empty()) continue;
-          w += cost(b, a);
-        }
-        edges.push_back({a, b, w, 0});
+        if (a == b) continue;
+        const bool down = c != PackedCollective::Reduce, up = c != PackedCollective::Broadcast;
+        if ((down && paths.arcs[a][b].empty()) || (up && paths.arcs[b][a].empty())) continue;
+        edges.push_back({a, b, (down ? cost(a, b) : 0) + (up ? cost(b, a) : 0), 0});
       }
     std::vector<int> best;
     double bestCost = kInf;
@@ -396,7 +404,10 @@ double ringRateOver(const FlowNetwork& net, const Paths& paths, PackedCollective
   std::vector<double> load(net.arcs.size(), 0);
   for (int i = 0; i < n; ++i) {
     const int a = order[i], b = order[(i + 1) % n];
-    if (c == PackedCollective::Broadcast && b == root) continue;  // a chain from the root
+    // Broadcast: a chain from the root; reduce: a chain ending at the root.
+    if ((c == PackedCollective::Broadcast && b == root) ||
+        (c == PackedCollective::Reduce && a == root))
+      continue;
     for (int arc : paths.arcs[a][b]) load[arc] += 1;
   }
   const double rate = rateOfLoad(net, load);
@@ -414,7 +425,7 @@ RingChoice bestRing(const FlowNetwork& net, PackedCollective c, int root) {
   RingChoice best;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::swap(order[0], order[c == PackedCollective::Broadcast ? root : 0]);
+  std::swap(order[0], order[c == PackedCollective::AllReduce ? 0 : root]);
   std::sort(order.begin() + 1, order.end());
   best.order = order;
   const Paths paths = idlePaths(net);

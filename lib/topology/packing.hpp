@@ -6,7 +6,8 @@
 // no other GPU (switches, packages and the NVSwitch fabric forward; GPUs forward only as tree
 // nodes). In steady state a schedule that moves S bytes puts load(e) * S bytes on directed
 // link e; its throughput is S / max_e(load(e) * S / capacity(e)).
-//   - Broadcast over trees rooted at the root, tree t carrying a share w_t of the buffer.
+//   - Broadcast over trees rooted at the root, tree t carrying a share w_t of the buffer;
+//     reduce over the same kind of trees, data flowing up (child to parent).
 //   - Allreduce over trees (any root each): reduce toward the tree's root over the reversed
 //     edges, broadcast back down, both directions of every link at once (full duplex).
 //   - A ring (the NCCL-style answer): broadcast is a chain along it from the root; allreduce is
@@ -15,6 +16,7 @@
 // least total link length (Edmonds' minimum arborescence over shortest paths).
 // Upper bounds, valid for every schedule of the family:
 //   - broadcast from r: min over GPUs v of maxflow(r -> v) (every byte must reach every v);
+//     reduce to r: min over v of maxflow(v -> r) (every input of v must reach r);
 //   - allreduce: the smallest of (a) min over bipartitions (A, B) of the GPUs of
 //     min(maxflow(A -> B), maxflow(B -> A)) (every result in B depends on every input in A) and
 //     (b) the port bound: trees deliver 2(n-1) messages of their share into GPUs (n-1 down,
@@ -51,16 +53,17 @@ FlowNetwork flowNetwork(const Graph& graph, std::span<const int> gpus);
 double maxFlow(const FlowNetwork& net, std::span<const int> sources, std::span<const int> sinks);
 
 double broadcastUpperBound(const FlowNetwork& net, int root);
+double reduceUpperBound(const FlowNetwork& net, int root);
 double allReduceUpperBound(const FlowNetwork& net);
 
-enum class PackedCollective { Broadcast, AllReduce };
+enum class PackedCollective { Broadcast, Reduce, AllReduce };
 
 struct Packing {
   std::vector<WeightedTree> trees;  // weights sum to 1
   double rateGBps = 0;                   // the trees' throughput in the model above
 };
 
-// Trees for broadcast from `root` or for allreduce; trees of tiny weight (< 1%) are dropped and
+// Trees for broadcast from or reduce to `root`, or for allreduce (any roots); trees of tiny weight (< 1%) are dropped and
 // the others rescaled (fewer, larger messages), and the rate is of what is returned.
 Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root = 0);
 // The throughput of given trees in the model.

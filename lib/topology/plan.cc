@@ -11,8 +11,9 @@ CollectivePlan plan(const FlowNetwork& net, PackedCollective c, int root) {
   CollectivePlan p;
   p.collective = c;
   p.root = root;
-  p.upperBoundGBps =
-      c == PackedCollective::Broadcast ? broadcastUpperBound(net, root) : allReduceUpperBound(net);
+  p.upperBoundGBps = c == PackedCollective::Broadcast ? broadcastUpperBound(net, root)
+                     : c == PackedCollective::Reduce  ? reduceUpperBound(net, root)
+                                                      : allReduceUpperBound(net);
   p.packed = packTrees(net, c, root);
   p.ring = bestRing(net, c, root);
   p.ringChosen = p.ring.rateGBps >= p.packed.rateGBps;
@@ -20,7 +21,9 @@ CollectivePlan plan(const FlowNetwork& net, PackedCollective c, int root) {
 }
 
 const char* name(PackedCollective c) {
-  return c == PackedCollective::Broadcast ? "broadcast" : "allreduce";
+  return c == PackedCollective::Broadcast ? "broadcast"
+         : c == PackedCollective::Reduce  ? "reduce"
+                                          : "allreduce";
 }
 
 std::string rankName(const Graph& g, const GpuPlan& p, int rank) {
@@ -37,9 +40,11 @@ std::string treeText(const WeightedTree& t) {
 
 std::string planText(const CollectivePlan& p) {
   std::string out = fmt::format("{}{}:\n", name(p.collective),
-                                p.collective == PackedCollective::Broadcast
-                                    ? fmt::format(" from rank {}", p.root)
-                                    : std::string());
+                                p.collective == PackedCollective::AllReduce
+                                    ? std::string()
+                                    : fmt::format(" {} rank {}", p.collective ==
+                                                  PackedCollective::Broadcast ? "from" : "to",
+                                                  p.root));
   out += fmt::format("  upper bound (max flow)  {:8.2f} GB/s\n", p.upperBoundGBps);
   out += fmt::format("  packed trees            {:8.2f} GB/s  {:5.1f}% of the bound, {:.2f}x the "
                      "ring, {} trees\n",
@@ -77,6 +82,7 @@ GpuPlan planGpus(const Graph& graph, std::span<const int> gpus, int root) {
   GpuPlan p;
   p.gpus.assign(gpus.begin(), gpus.end());
   p.broadcast = plan(net, PackedCollective::Broadcast, root);
+  p.reduce = plan(net, PackedCollective::Reduce, root);
   p.allreduce = plan(net, PackedCollective::AllReduce, 0);
   return p;
 }
@@ -100,6 +106,7 @@ std::string formatGpuPlan(const Graph& g, const GpuPlan& p) {
     out += fmt::format(" {}", rankName(g, p, static_cast<int>(r)));
   out += '\n';
   out += planText(p.broadcast);
+  out += planText(p.reduce);
   out += planText(p.allreduce);
   return out;
 }
@@ -107,8 +114,9 @@ std::string formatGpuPlan(const Graph& g, const GpuPlan& p) {
 std::string gpuPlanJson(const Graph& g, const GpuPlan& p) {
   std::vector<std::string> names;
   for (int gpu : p.gpus) names.push_back(fmt::format("\"{}\"", g.nodes[gpu].name));
-  return fmt::format("{{\"gpus\": [{}], \"broadcast\": {}, \"allreduce\": {}}}",
-                     fmt::join(names, ", "), planJson(p.broadcast), planJson(p.allreduce));
+  return fmt::format("{{\"gpus\": [{}], \"broadcast\": {}, \"reduce\": {}, \"allreduce\": {}}}",
+                     fmt::join(names, ", "), planJson(p.broadcast), planJson(p.reduce),
+                     planJson(p.allreduce));
 }
 
 }  // namespace weft::topology

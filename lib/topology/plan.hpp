@@ -23,10 +23,11 @@ struct CollectivePlan {
 
 struct GpuPlan {
   std::vector<int> gpus;  // graph nodes, rank order
-  CollectivePlan broadcast, allreduce;
+  CollectivePlan broadcast, reduce, allreduce;
 };
 
-// `gpus`: graph nodes of the ranks' GPUs on one host (at least two); `root`: the broadcast root.
+// `gpus`: graph nodes of the ranks' GPUs on one host (at least two); `root`: the broadcast and
+// reduce root.
 GpuPlan planGpus(const Graph& graph, std::span<const int> gpus, int root = 0);
 
 // GPU nodes of the host-local cudaN indexes in `indexes` (all of the host's GPUs when empty).

@@ -1,4 +1,4 @@
-// GPU rings and packed trees on the fixtures, against references computed here: max flow on a
+// GPU rings and packed trees (broadcast, reduce, allreduce) on the fixtures, against references computed here: max flow on a
 // capacity matrix built straight from the graph's links, transfer routes walked by hand (direct
 // NVLink, else through the NVSwitch fabric, else up and down the PCIe tree), hand-derived
 // bounds for the whole machines, and the issue's targets: packed throughput at least 90% of the
@@ -113,29 +113,34 @@ double rateOf(const Graph& g, const std::map<Arc, double>& load) {
   return 1 / worst;
 }
 
+// Broadcast sends down each tree edge, reduce up, allreduce both.
 double referenceTreesRate(const Graph& g, const std::vector<int>& gpus,
-                          const std::vector<WeightedTree>& trees, bool allreduce) {
+                          const std::vector<WeightedTree>& trees, PackedCollective c) {
   std::map<Arc, double> load;
   for (const WeightedTree& t : trees)
     for (size_t v = 0; v < gpus.size(); ++v) {
       if (t.parent[v] < 0) continue;
-      for (Arc a : route(g, gpus[t.parent[v]], gpus[v])) load[a] += t.weight;
-      if (allreduce)
+      if (c != PackedCollective::Reduce)
+        for (Arc a : route(g, gpus[t.parent[v]], gpus[v])) load[a] += t.weight;
+      if (c != PackedCollective::Broadcast)
         for (Arc a : route(g, gpus[v], gpus[t.parent[v]])) load[a] += t.weight;
     }
   return rateOf(g, load);
 }
 
+// Broadcast: the chain from the root along the ring; reduce: the chain along the ring that ends
+// at the root; allreduce: every ring edge carries 2(n-1)/n of the buffer.
 double referenceRingRate(const Graph& g, const std::vector<int>& gpus,
-                         const std::vector<int>& order, bool allreduce, int root) {
+                         const std::vector<int>& order, PackedCollective c, int root) {
   std::map<Arc, double> load;
   const size_t n = order.size();
   for (size_t i = 0; i < n; ++i) {
     const int a = order[i], b = order[(i + 1) % n];
-    if (!allreduce && b == root) continue;  // broadcast: a chain from the root
+    if (c == PackedCollective::Broadcast && b == root) continue;
+    if (c == PackedCollective::Reduce && a == root) continue;
     for (Arc arc : route(g, gpus[a], gpus[b])) load[arc] += 1;
   }
-  return rateOf(g, load) * (allreduce ? n / (2.0 * (n - 1)) : 1.0);
+  return rateOf(g, load) * (c == PackedCollective::AllReduce ? n / (2.0 * (n - 1)) : 1.0);
 }
 
 void checkSpanning(const WeightedTree& t, size_t n) {
@@ -167,9 +172,12 @@ const std::vector<Case> kCases = {
 };
 
 void checkPlan(const Graph& g, const std::vector<int>& gpus, const CollectivePlan& p,
-               bool allreduce, bool fragment) {
+               bool fragment) {
   const int n = static_cast<int>(gpus.size());
-  INFO((allreduce ? "allreduce" : "broadcast") << " root " << p.root << ": bound "
+  const PackedCollective c = p.collective;
+  const bool allreduce = c == PackedCollective::AllReduce;
+  INFO((allreduce ? "allreduce" : c == PackedCollective::Reduce ? "reduce" : "broadcast")
+       << " root " << p.root << ": bound "
                                                << p.upperBoundGBps << ", packed "
                                                << p.packed.rateGBps << ", ring "
                                                << p.ring.rateGBps);
@@ -181,8 +189,8 @@ void checkPlan(const Graph& g, const std::vector<int>& gpus, const CollectivePla
   }
   CHECK(total == Approx(1));
   // The predicted rates are those of the schedules, as routed by hand here.
-  CHECK(p.packed.rateGBps == Approx(referenceTreesRate(g, gpus, p.packed.trees, allreduce)));
-  CHECK(p.ring.rateGBps == Approx(referenceRingRate(g, gpus, p.ring.order, allreduce, p.root)));
+  CHECK(p.packed.rateGBps == Approx(referenceTreesRate(g, gpus, p.packed.trees, c)));
+  CHECK(p.ring.rateGBps == Approx(referenceRingRate(g, gpus, p.ring.order, c, p.root)));
   std::vector<int> sorted = p.ring.order;
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < n; ++i) CHECK(sorted[i] == i);
@@ -235,14 +243,29 @@ TEST_CASE("the whole machines' bounds are the hand-derived ones") {
   }
 }
 
-TEST_CASE("packed broadcast and allreduce reach 90% of the bound and never lose to the best ring") {
+TEST_CASE("packed broadcast, reduce and allreduce reach 90% of the bound and never lose to the best ring") {
   for (const Case& c : kCases) {
     const Graph& g = fixture(c.fixture);
     const std::vector<int> gpus = gpusByIndex(g, c.cuda);
     INFO(c.fixture << " with " << gpus.size() << " GPUs");
     const GpuPlan plan = planGpus(g, gpus);
-    checkPlan(g, gpus, plan.broadcast, false, c.fragment);
-    checkPlan(g, gpus, plan.allreduce, true, c.fragment);
+    checkPlan(g, gpus, plan.broadcast, c.fragment);
+    checkPlan(g, gpus, plan.reduce, c.fragment);
+    checkPlan(g, gpus, plan.allreduce, c.fragment);
+  }
+}
+
+TEST_CASE("reduce bounds equal the minimum max flow into the root, computed independently") {
+  const Graph& g = fixture("dgx1-v100.xml");
+  for (const std::vector<int>& cuda : {std::vector<int>{0, 1, 4}, std::vector<int>{0, 1, 2, 4, 5, 6}}) {
+    const std::vector<int> gpus = gpusByIndex(g, cuda);
+    const FlowNetwork net = flowNetwork(g, gpus);
+    for (int root = 0; root < net.ngpus; ++root) {
+      double reference = 1e300;
+      for (int v = 0; v < net.ngpus; ++v)
+        if (v != root) reference = std::min(reference, referenceMaxFlow(g, gpus, gpus[v], gpus[root]));
+      CHECK(reduceUpperBound(net, root) == Approx(reference));
+    }
   }
 }
 
@@ -258,12 +281,13 @@ TEST_CASE("on the DGX-1 fragments every broadcast root gets 90% of its bound and
     for (int root = 1; root < net.ngpus; ++root) {
       INFO(gpus.size() << " GPUs, root " << root);
       CollectivePlan p;
+      p.collective = PackedCollective::Broadcast;
       p.root = root;
       p.upperBoundGBps = broadcastUpperBound(net, root);
       p.packed = packTrees(net, PackedCollective::Broadcast, root);
       p.ring = bestRing(net, PackedCollective::Broadcast, root);
       p.ringChosen = p.ring.rateGBps >= p.packed.rateGBps;
-      checkPlan(g, gpus, p, false, false);
+      checkPlan(g, gpus, p, false);
       if (p.upperBoundGBps >= 2.2 * p.ring.rateGBps) CHECK(p.packed.rateGBps >= 2 * p.ring.rateGBps);
     }
   }

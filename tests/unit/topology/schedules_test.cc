@@ -1,5 +1,5 @@
 // Every schedule the topology chooses runs correctly over the loopback transport: the packed
-// trees (broadcast, allreduce) and the best rings of every fixture allocation, and the
+// trees (broadcast, reduce, allreduce) and the best rings of every fixture allocation, and the
 // placement-aware ring order of the two-package host for allreduce, allgather and
 // reduce-scatter. Results are checked against sums computed here.
 #include <catch2/catch.hpp>
@@ -78,6 +78,14 @@ void checkAllReduce(const std::vector<std::vector<float>>& out, int n) {
     }
 }
 
+void checkReduce(const std::vector<std::vector<float>>& out, int n, int root) {
+  for (uint64_t e = 0; e < kCount; ++e) {
+    float sum = 0;
+    for (int q = 0; q < n; ++q) sum += input(q, e);
+    if (out[root][e] != sum) FAIL("root element " << e << ": " << out[root][e] << " != " << sum);
+  }
+}
+
 void checkBroadcast(const std::vector<std::vector<float>>& out, int n, int root) {
   for (int r = 0; r < n; ++r)
     for (uint64_t e = 0; e < kCount; ++e)
@@ -122,6 +130,26 @@ TEST_CASE("the chosen trees and rings of every fixture allocation run correctly 
                            return buildPackedTrees(s, std::vector<WeightedTree>{chain});
                          }),
                      n, root);
+    }
+    {
+      INFO("packed reduce to " << root << ", " << plan.reduce.packed.trees.size() << " trees");
+      checkReduce(run(Collective::Reduce, n, root,
+                      [&](const CollectiveShape& s) {
+                        return buildPackedTrees(s, plan.reduce.packed.trees);
+                      }),
+                  n, root);
+    }
+    {
+      INFO("ring reduce (a chain along the best ring into the root)");
+      WeightedTree chain{std::vector<int>(n, -1), 1};
+      const std::vector<int>& order = plan.reduce.ring.order;
+      REQUIRE(order[0] == root);
+      for (int i = 1; i < n; ++i) chain.parent[order[i]] = order[(i + 1) % n];
+      checkReduce(run(Collective::Reduce, n, root,
+                      [&](const CollectiveShape& s) {
+                        return buildPackedTrees(s, std::vector<WeightedTree>{chain});
+                      }),
+                  n, root);
     }
     {
       INFO("packed allreduce, " << plan.allreduce.packed.trees.size() << " trees");
