@@ -379,7 +379,8 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
       const std::vector<double> load = treeLoad(net, paths, c, candidates[t]);
       for (size_t e = 0; e < m; ++e) a[e][t] = load[e] / net.arcs[e].capacity;
     }
-    const std::vector<double> x = maximizeSumSubjectToUnitRows(a);
+    const std::vector<double> x =
+        maximize(a, std::vector<double>(m, 1), std::vector<double>(candidates.size(), 1));
     double sum = 0;
     for (double v : x) sum += v;
     std::vector<std::vector<int>> kept;

@@ -4,10 +4,10 @@
 
 namespace weft::topology {
 
-std::vector<double> maximizeSumSubjectToUnitRows(const std::vector<std::vector<double>>& a,
-                                                 int maxPivots) {
+std::vector<double> maximize(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
+                             const std::vector<double>& c, int maxPivots) {
   const size_t m = a.size();
-  const size_t n = m ? a[0].size() : 0;
+  const size_t n = c.size();
   constexpr double kEps = 1e-12;
   // Tableau: m rows of [a | identity (slacks) | rhs], objective row of reduced costs.
   const size_t width = n + m + 1;
@@ -15,10 +15,10 @@ std::vector<double> maximizeSumSubjectToUnitRows(const std::vector<std::vector<d
   for (size_t i = 0; i < m; ++i) {
     for (size_t j = 0; j < n; ++j) t[i][j] = a[i][j];
     t[i][n + i] = 1;
-    t[i][width - 1] = 1;
+    t[i][width - 1] = b[i];
   }
   std::vector<double> z(width, 0);
-  for (size_t j = 0; j < n; ++j) z[j] = -1;
+  for (size_t j = 0; j < n; ++j) z[j] = -c[j];
   std::vector<size_t> basis(m);
   for (size_t i = 0; i < m; ++i) basis[i] = n + i;
   int degenerate = 0;
