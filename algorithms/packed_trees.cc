@@ -31,11 +31,67 @@ int checkTree(const WeightedTree& t, int n) {
   return root;
 }
 
+// Allgather: part `part` (elements within the block) of root's block flows down one tree; the
+// block sits at root * count in every receive buffer and at 0 in the root's send buffer.
+void appendGatherTree(ScheduleBuilder& b, const CollectiveShape& s, const TreeRole& role,
+                      int root, Range part) {
+  const uint32_t e = s.elemSize;
+  const uint64_t base = static_cast<uint64_t>(root) * s.count;
+  const bool isRoot = role.parent < 0;
+  if (isRoot)
+    b.copy({BufferId::Send, part.offset * e}, {BufferId::Recv, (base + part.offset) * e},
+           part.count * e);
+  const uint64_t chunks = chunkCount(part.count, e, s.chunkBytes);
+  for (uint64_t j = 0; j < chunks; ++j) {
+    const Range c = chunkOf(part, chunks, j);
+    const BufferRef at{BufferId::Recv, (base + c.offset) * e};
+    StepId have = kNoStep;
+    if (!isRoot) have = b.recv(role.parent, at, c.count * e);
+    for (int child : role.children)
+      b.send(child, isRoot ? BufferRef{BufferId::Send, c.offset * e} : at, c.count * e, {have});
+  }
+}
+
+TreeRole roleIn(const WeightedTree& t, int rank) {
+  TreeRole role;
+  role.parent = t.parent[rank];
+  for (int r = 0; r < static_cast<int>(t.parent.size()); ++r)
+    if (t.parent[r] == rank) role.children.push_back(r);
+  return role;
+}
+
+// Allgather: every rank's block is cut over the trees rooted at it, by their weights.
+Schedule packedAllGather(const CollectiveShape& s, std::span<const WeightedTree> trees) {
+  std::vector<double> total(s.nranks, 0);
+  for (const WeightedTree& t : trees) total[checkTree(t, s.nranks)] += t.weight;
+  for (int r = 0; r < s.nranks; ++r)
+    if (!(total[r] > 0)) fail(weftInternalError, "packed allgather: no tree carries rank {}'s block", r);
+  ScheduleBuilder b;
+  for (int r = 0; r < s.nranks; ++r) {
+    double before = 0;
+    uint64_t begin = 0;
+    const WeightedTree* last = nullptr;
+    for (const WeightedTree& t : trees)
+      if (t.parent[r] == -1) last = &t;
+    for (const WeightedTree& t : trees) {
+      if (t.parent[r] != -1) continue;
+      before += t.weight;
+      const uint64_t end =
+          &t == last ? s.count : static_cast<uint64_t>(std::llround(before / total[r] * s.count));
+      if (end <= begin) continue;
+      appendGatherTree(b, s, roleIn(t, s.rank), r, Range{begin, end - begin});
+      begin = end;
+    }
+  }
+  return std::move(b).finish();
+}
+
 }  // namespace
 
 Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree> trees) {
-  const TreeFlow flow = treeFlowFor(s.collective);
   if (trees.empty()) fail(weftInternalError, "no packed trees");
+  if (s.collective == Collective::AllGather) return packedAllGather(s, trees);
+  const TreeFlow flow = treeFlowFor(s.collective);
   double total = 0;
   for (const WeightedTree& t : trees) {
     const int root = checkTree(t, s.nranks);
@@ -54,14 +110,9 @@ Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree
                              ? s.count
                              : static_cast<uint64_t>(std::llround(before / total * s.count));
     if (end <= begin) continue;
-    TreeRole role;
-    role.parent = trees[i].parent[s.rank];
-    for (int r = 0; r < s.nranks; ++r)
-      if (trees[i].parent[r] == s.rank) role.children.push_back(r);
-    appendTreeFlow(b, s, flow, role, Range{begin, end - begin});
+    appendTreeFlow(b, s, flow, roleIn(trees[i], s.rank), Range{begin, end - begin});
     begin = end;
   }
-  // A zero count still owes the root's copy nothing; every rank's schedule may be empty.
   return std::move(b).finish();
 }
 

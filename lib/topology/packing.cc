@@ -147,6 +147,16 @@ std::vector<int> minArborescence(int n, int root, const std::vector<Edge>& edges
   return chosen;
 }
 
+// Whether data flows from parent to child (down) and from child to parent (up).
+bool down(PackedCollective c) { return c != PackedCollective::Reduce; }
+bool up(PackedCollective c) {
+  return c == PackedCollective::Reduce || c == PackedCollective::AllReduce;
+}
+
+int rootOf(const std::vector<int>& parent) {
+  return static_cast<int>(std::find(parent.begin(), parent.end(), -1) - parent.begin());
+}
+
 // Load per arc of one unit of data through a tree (parent[] over GPUs).
 std::vector<double> treeLoad(const FlowNetwork& net, const Paths& paths, PackedCollective c,
                              const std::vector<int>& parent) {
@@ -154,9 +164,9 @@ std::vector<double> treeLoad(const FlowNetwork& net, const Paths& paths, PackedC
   for (int v = 0; v < net.ngpus; ++v) {
     const int p = parent[v];
     if (p < 0) continue;
-    if (c != PackedCollective::Reduce)  // down the tree
+    if (down(c))
       for (int arc : paths.arcs[p][v]) load[arc] += 1;
-    if (c != PackedCollective::Broadcast)  // up the tree
+    if (up(c))
       for (int arc : paths.arcs[v][p]) load[arc] += 1;
   }
   return load;
@@ -276,6 +286,19 @@ double reduceUpperBound(const FlowNetwork& net, int root) {
   return bound;
 }
 
+double allGatherUpperBound(const FlowNetwork& net) {
+  const int n = net.ngpus;
+  if (n < 2) return kInf;
+  if (n > 16) fail(weftInvalidArgument, "allgather bound: {} GPUs, at most 16 supported", n);
+  double bound = kInf;
+  for (uint32_t mask = 1; mask + 1 < (1u << n); ++mask) {
+    std::vector<int> a, b;
+    for (int v = 0; v < n; ++v) ((mask >> v) & 1u ? a : b).push_back(v);
+    bound = std::min(bound, n * maxFlow(net, a, b) / static_cast<double>(a.size()));
+  }
+  return bound;
+}
+
 double allReduceUpperBound(const FlowNetwork& net) {
   const int n = net.ngpus;
   if (n < 2) return kInf;
@@ -299,9 +322,11 @@ double treesRate(const FlowNetwork& net, PackedCollective c,
                  std::span<const WeightedTree> trees) {
   const Paths paths = idlePaths(net);
   std::vector<double> load(net.arcs.size(), 0);
+  // Allgather: each tree carries its share of one root's block, 1/n of the output.
+  const double share = c == PackedCollective::AllGather ? 1.0 / net.ngpus : 1.0;
   for (const WeightedTree& t : trees) {
     const std::vector<double> l = treeLoad(net, paths, c, t.parent);
-    for (size_t e = 0; e < load.size(); ++e) load[e] += t.weight * l[e];
+    for (size_t e = 0; e < load.size(); ++e) load[e] += share * t.weight * l[e];
   }
   return rateOfLoad(net, load);
 }
@@ -326,10 +351,13 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
   std::map<std::vector<int>, double> found;
   const std::vector<int> roots = [&] {
     std::vector<int> r;
-    if (c != PackedCollective::AllReduce) r.push_back(root);
+    if (c == PackedCollective::Broadcast || c == PackedCollective::Reduce) r.push_back(root);
     else for (int v = 0; v < n; ++v) r.push_back(v);
     return r;
   }();
+  // Allgather needs trees from every root: the roots take turns (the lengths still steer each
+  // root's trees away from the links the others use).
+  size_t turn = 0;
   for (;;) {
     double total = 0;
     for (size_t e = 0; e < m; ++e) total += length[e] * net.arcs[e].capacity;
@@ -343,13 +371,14 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
-        const bool down = c != PackedCollective::Reduce, up = c != PackedCollective::Broadcast;
-        if ((down && paths.arcs[a][b].empty()) || (up && paths.arcs[b][a].empty())) continue;
-        edges.push_back({a, b, (down ? cost(a, b) : 0) + (up ? cost(b, a) : 0), 0});
+        if ((down(c) && paths.arcs[a][b].empty()) || (up(c) && paths.arcs[b][a].empty()))
+          continue;
+        edges.push_back({a, b, (down(c) ? cost(a, b) : 0) + (up(c) ? cost(b, a) : 0), 0});
       }
     std::vector<int> best;
     double bestCost = kInf;
     for (int r : roots) {
+      if (c == PackedCollective::AllGather && r != roots[turn % roots.size()]) continue;
       double cost = 0;
       std::vector<int> parent(n, -1);
       for (int k : minArborescence(n, r, edges)) {
@@ -364,6 +393,7 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
     const std::vector<double> load = treeLoad(net, paths, c, best);
     const double amount = rateOfLoad(net, load);
     found[best] += amount;
+    ++turn;
     for (size_t e = 0; e < m; ++e)
       if (load[e] > 0) length[e] *= 1 + eps * amount * load[e] / net.arcs[e].capacity;
   }
@@ -373,23 +403,36 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
   // over the rest (fewer, larger messages).
   std::vector<std::vector<int>> candidates;
   for (const auto& [parent, w] : found) candidates.push_back(parent);
+  // Allgather: one more column (lambda, the smallest root's total) and one row per root,
+  // lambda - sum of the root's trees <= 0; maximise lambda. Weights are then shares of the
+  // tree's root's block.
+  const bool gather = c == PackedCollective::AllGather;
   for (int round = 0; round < 2; ++round) {
-    std::vector<std::vector<double>> a(m, std::vector<double>(candidates.size()));
-    for (size_t t = 0; t < candidates.size(); ++t) {
+    const size_t k = candidates.size(), columns = k + (gather ? 1 : 0);
+    std::vector<std::vector<double>> a(m + (gather ? n : 0), std::vector<double>(columns, 0));
+    std::vector<double> b(a.size(), 0), objective(columns, gather ? 0 : 1);
+    for (size_t t = 0; t < k; ++t) {
       const std::vector<double> load = treeLoad(net, paths, c, candidates[t]);
       for (size_t e = 0; e < m; ++e) a[e][t] = load[e] / net.arcs[e].capacity;
+      if (gather) a[m + rootOf(candidates[t])][t] = -1;
     }
-    const std::vector<double> x =
-        maximize(a, std::vector<double>(m, 1), std::vector<double>(candidates.size(), 1));
-    double sum = 0;
-    for (double v : x) sum += v;
+    for (size_t e = 0; e < m; ++e) b[e] = 1;
+    if (gather) {
+      objective[k] = 1;
+      for (int r = 0; r < n; ++r) a[m + r][k] = 1;
+    }
+    const std::vector<double> x = maximize(a, b, objective);
+    std::vector<double> sum(n, 0);  // per root (everything under root 0 unless allgather)
+    for (size_t t = 0; t < k; ++t) sum[gather ? rootOf(candidates[t]) : 0] += x[t];
     std::vector<std::vector<int>> kept;
     result.trees.clear();
-    for (size_t t = 0; t < x.size(); ++t)
-      if (x[t] > (round == 0 ? 0.01 : 0.0) * sum && x[t] > 0) {
+    for (size_t t = 0; t < k; ++t) {
+      const double total = sum[gather ? rootOf(candidates[t]) : 0];
+      if (x[t] > 0 && x[t] > (round == 0 ? 0.01 : 0.0) * total) {
         kept.push_back(candidates[t]);
-        result.trees.push_back({candidates[t], x[t] / sum});
+        result.trees.push_back({candidates[t], x[t] / total});
       }
+    }
     candidates = std::move(kept);
   }
   result.rateGBps = treesRate(net, c, result.trees);
@@ -411,8 +454,11 @@ double ringRateOver(const FlowNetwork& net, const Paths& paths, PackedCollective
       continue;
     for (int arc : paths.arcs[a][b]) load[arc] += 1;
   }
+  // Ring allreduce moves 2(n-1)/n of the buffer over each edge, allgather (n-1)/n of the output.
   const double rate = rateOfLoad(net, load);
-  return c == PackedCollective::AllReduce ? rate * n / (2.0 * (n - 1)) : rate;
+  if (c == PackedCollective::AllReduce) return rate * n / (2.0 * (n - 1));
+  if (c == PackedCollective::AllGather) return rate * n / (n - 1.0);
+  return rate;
 }
 
 }  // namespace
@@ -426,7 +472,8 @@ RingChoice bestRing(const FlowNetwork& net, PackedCollective c, int root) {
   RingChoice best;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::swap(order[0], order[c == PackedCollective::AllReduce ? 0 : root]);
+  const bool rooted = c == PackedCollective::Broadcast || c == PackedCollective::Reduce;
+  std::swap(order[0], order[rooted ? root : 0]);
   std::sort(order.begin() + 1, order.end());
   best.order = order;
   const Paths paths = idlePaths(net);

@@ -10,8 +10,11 @@
 //     reduce over the same kind of trees, data flowing up (child to parent).
 //   - Allreduce over trees (any root each): reduce toward the tree's root over the reversed
 //     edges, broadcast back down, both directions of every link at once (full duplex).
+//   - Allgather over trees from every root: each root's block is split over its trees; the
+//     rate counts the whole output (n blocks), as nccl-tests' algbw does.
 //   - A ring (the NCCL-style answer): broadcast is a chain along it from the root; allreduce is
-//     reduce-scatter + allgather, 2(n-1)/n of the buffer over every ring edge.
+//     reduce-scatter + allgather, 2(n-1)/n of the buffer over every ring edge; allgather
+//     (n-1)/n of the output.
 // Packing (Blink): fractional packing of trees by Garg-Koenemann, each round adding the tree of
 // least total link length (Edmonds' minimum arborescence over shortest paths).
 // Upper bounds, valid for every schedule of the family:
@@ -20,7 +23,9 @@
 //   - allreduce: the smallest of (a) min over bipartitions (A, B) of the GPUs of
 //     min(maxflow(A -> B), maxflow(B -> A)) (every result in B depends on every input in A) and
 //     (b) the port bound: trees deliver 2(n-1) messages of their share into GPUs (n-1 down,
-//     n-1 up), so throughput <= (sum of GPU ingress capacity) / (2(n-1)), likewise egress.
+//     n-1 up), so throughput <= (sum of GPU ingress capacity) / (2(n-1)), likewise egress;
+//   - allgather: min over sets A of GPUs of n * maxflow(A -> rest) / |A| (the |A| blocks of A,
+//     each 1/n of the output, must all cross).
 #pragma once
 
 #include <span>
@@ -55,15 +60,17 @@ double maxFlow(const FlowNetwork& net, std::span<const int> sources, std::span<c
 double broadcastUpperBound(const FlowNetwork& net, int root);
 double reduceUpperBound(const FlowNetwork& net, int root);
 double allReduceUpperBound(const FlowNetwork& net);
+double allGatherUpperBound(const FlowNetwork& net);
 
-enum class PackedCollective { Broadcast, Reduce, AllReduce };
+enum class PackedCollective { Broadcast, Reduce, AllReduce, AllGather };
 
 struct Packing {
-  std::vector<WeightedTree> trees;  // weights sum to 1
+  std::vector<WeightedTree> trees;  // weights sum to 1 (per root for allgather)
   double rateGBps = 0;                   // the trees' throughput in the model above
 };
 
-// Trees for broadcast from or reduce to `root`, or for allreduce (any roots); trees of tiny weight (< 1%) are dropped and
+// Trees for broadcast from or reduce to `root`, for allreduce (any roots), or for allgather
+// (trees from every root; a tree's weight is its share of its root's block); trees of tiny weight (< 1%) are dropped and
 // the others rescaled (fewer, larger messages), and the rate is of what is returned.
 Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root = 0);
 // The throughput of given trees in the model.

@@ -13,6 +13,7 @@ CollectivePlan plan(const FlowNetwork& net, PackedCollective c, int root) {
   p.root = root;
   p.upperBoundGBps = c == PackedCollective::Broadcast ? broadcastUpperBound(net, root)
                      : c == PackedCollective::Reduce  ? reduceUpperBound(net, root)
+                     : c == PackedCollective::AllGather ? allGatherUpperBound(net)
                                                       : allReduceUpperBound(net);
   p.packed = packTrees(net, c, root);
   p.ring = bestRing(net, c, root);
@@ -23,6 +24,7 @@ CollectivePlan plan(const FlowNetwork& net, PackedCollective c, int root) {
 const char* name(PackedCollective c) {
   return c == PackedCollective::Broadcast ? "broadcast"
          : c == PackedCollective::Reduce  ? "reduce"
+         : c == PackedCollective::AllGather ? "allgather"
                                           : "allreduce";
 }
 
@@ -40,7 +42,8 @@ std::string treeText(const WeightedTree& t) {
 
 std::string planText(const CollectivePlan& p) {
   std::string out = fmt::format("{}{}:\n", name(p.collective),
-                                p.collective == PackedCollective::AllReduce
+                                p.collective == PackedCollective::AllReduce ||
+                                        p.collective == PackedCollective::AllGather
                                     ? std::string()
                                     : fmt::format(" {} rank {}", p.collective ==
                                                   PackedCollective::Broadcast ? "from" : "to",
@@ -84,6 +87,7 @@ GpuPlan planGpus(const Graph& graph, std::span<const int> gpus, int root) {
   p.broadcast = plan(net, PackedCollective::Broadcast, root);
   p.reduce = plan(net, PackedCollective::Reduce, root);
   p.allreduce = plan(net, PackedCollective::AllReduce, 0);
+  p.allgather = plan(net, PackedCollective::AllGather, 0);
   return p;
 }
 
@@ -108,15 +112,18 @@ std::string formatGpuPlan(const Graph& g, const GpuPlan& p) {
   out += planText(p.broadcast);
   out += planText(p.reduce);
   out += planText(p.allreduce);
+  out += planText(p.allgather);
   return out;
 }
 
 std::string gpuPlanJson(const Graph& g, const GpuPlan& p) {
   std::vector<std::string> names;
   for (int gpu : p.gpus) names.push_back(fmt::format("\"{}\"", g.nodes[gpu].name));
-  return fmt::format("{{\"gpus\": [{}], \"broadcast\": {}, \"reduce\": {}, \"allreduce\": {}}}",
-                     fmt::join(names, ", "), planJson(p.broadcast), planJson(p.reduce),
-                     planJson(p.allreduce));
+  return fmt::format(
+      "{{\"gpus\": [{}], \"broadcast\": {}, \"reduce\": {}, \"allreduce\": {}, "
+      "\"allgather\": {}}}",
+      fmt::join(names, ", "), planJson(p.broadcast), planJson(p.reduce), planJson(p.allreduce),
+      planJson(p.allgather));
 }
 
 }  // namespace weft::topology

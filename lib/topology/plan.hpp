@@ -23,7 +23,7 @@ struct CollectivePlan {
 
 struct GpuPlan {
   std::vector<int> gpus;  // graph nodes, rank order
-  CollectivePlan broadcast, reduce, allreduce;
+  CollectivePlan broadcast, reduce, allreduce, allgather;
 };
 
 // `gpus`: graph nodes of the ranks' GPUs on one host (at least two); `root`: the broadcast and

@@ -118,7 +118,8 @@ std::string usage() {
          "  Prints, per size, every algorithm's predicted time and bus bandwidth and the one\n"
          "  the tuner picks (-J: JSON).\n"
          "       weft-sim --topo FILE [--gpus I,J,...] [--root R] [-J]\n"
-         "  For the GPUs of an hwloc XML host (default all): broadcast and allreduce throughput\n"
+         "  For the GPUs of an hwloc XML host (default all): broadcast, reduce, allreduce and\n"
+         "  allgather throughput\n"
          "  of the packed trees and of the best single ring, against the max-flow bound.\n";
 }
 

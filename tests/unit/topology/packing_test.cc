@@ -1,4 +1,4 @@
-// GPU rings and packed trees (broadcast, reduce, allreduce) on the fixtures, against references computed here: max flow on a
+// GPU rings and packed trees (broadcast, reduce, allreduce, allgather) on the fixtures, against references computed here: max flow on a
 // capacity matrix built straight from the graph's links, transfer routes walked by hand (direct
 // NVLink, else through the NVSwitch fabric, else up and down the PCIe tree), hand-derived
 // bounds for the whole machines, and the issue's targets: packed throughput at least 90% of the
@@ -30,11 +30,14 @@ bool managementLink(const Graph& g, const Link& l) {
          (g.nodes[l.a].kind == NodeKind::NvSwitch || g.nodes[l.b].kind == NodeKind::NvSwitch);
 }
 
-// Edmonds-Karp on a dense matrix over all graph nodes; only the allocation's GPUs and relays.
-double referenceMaxFlow(const Graph& g, const std::vector<int>& gpus, int s, int t) {
-  const size_t n = g.nodes.size();
+// Edmonds-Karp on a dense matrix over all graph nodes (plus a super source and sink); only the
+// allocation's GPUs and relays.
+double referenceMaxFlow(const Graph& g, const std::vector<int>& gpus, std::vector<int> sources,
+                        std::vector<int> sinks) {
+  const size_t n = g.nodes.size() + 2;
+  const int s = static_cast<int>(n) - 2, t = static_cast<int>(n) - 1;
   std::vector<bool> in(n, false);
-  for (size_t v = 0; v < n; ++v) in[v] = relays(g, static_cast<int>(v));
+  for (size_t v = 0; v + 2 < n; ++v) in[v] = relays(g, static_cast<int>(v));
   for (int v : gpus) in[v] = true;
   std::vector<std::vector<double>> cap(n, std::vector<double>(n, 0));
   for (const Link& l : g.links)
@@ -42,6 +45,8 @@ double referenceMaxFlow(const Graph& g, const std::vector<int>& gpus, int s, int
       cap[l.a][l.b] += l.bandwidthGBps;
       cap[l.b][l.a] += l.bandwidthGBps;
     }
+  for (int v : sources) cap[s][v] = 1e300;
+  for (int v : sinks) cap[v][t] = 1e300;
   double flow = 0;
   for (;;) {
     std::vector<int> prev(n, -1);
@@ -117,19 +122,24 @@ double rateOf(const Graph& g, const std::map<Arc, double>& load) {
 double referenceTreesRate(const Graph& g, const std::vector<int>& gpus,
                           const std::vector<WeightedTree>& trees, PackedCollective c) {
   std::map<Arc, double> load;
+  // Allgather trees carry a share of one root's block: 1/n of the output.
+  const double share = c == PackedCollective::AllGather ? 1.0 / gpus.size() : 1.0;
+  const bool down = c != PackedCollective::Reduce;
+  const bool up = c == PackedCollective::Reduce || c == PackedCollective::AllReduce;
   for (const WeightedTree& t : trees)
     for (size_t v = 0; v < gpus.size(); ++v) {
       if (t.parent[v] < 0) continue;
-      if (c != PackedCollective::Reduce)
-        for (Arc a : route(g, gpus[t.parent[v]], gpus[v])) load[a] += t.weight;
-      if (c != PackedCollective::Broadcast)
-        for (Arc a : route(g, gpus[v], gpus[t.parent[v]])) load[a] += t.weight;
+      if (down)
+        for (Arc a : route(g, gpus[t.parent[v]], gpus[v])) load[a] += share * t.weight;
+      if (up)
+        for (Arc a : route(g, gpus[v], gpus[t.parent[v]])) load[a] += share * t.weight;
     }
   return rateOf(g, load);
 }
 
 // Broadcast: the chain from the root along the ring; reduce: the chain along the ring that ends
-// at the root; allreduce: every ring edge carries 2(n-1)/n of the buffer.
+// at the root; allreduce: every ring edge carries 2(n-1)/n of the buffer, allgather (n-1)/n of
+// the output.
 double referenceRingRate(const Graph& g, const std::vector<int>& gpus,
                          const std::vector<int>& order, PackedCollective c, int root) {
   std::map<Arc, double> load;
@@ -140,7 +150,9 @@ double referenceRingRate(const Graph& g, const std::vector<int>& gpus,
     if (c == PackedCollective::Reduce && a == root) continue;
     for (Arc arc : route(g, gpus[a], gpus[b])) load[arc] += 1;
   }
-  return rateOf(g, load) * (c == PackedCollective::AllReduce ? n / (2.0 * (n - 1)) : 1.0);
+  if (c == PackedCollective::AllReduce) return rateOf(g, load) * n / (2.0 * (n - 1));
+  if (c == PackedCollective::AllGather) return rateOf(g, load) * n / (n - 1.0);
+  return rateOf(g, load);
 }
 
 void checkSpanning(const WeightedTree& t, size_t n) {
@@ -175,19 +187,21 @@ void checkPlan(const Graph& g, const std::vector<int>& gpus, const CollectivePla
                bool fragment) {
   const int n = static_cast<int>(gpus.size());
   const PackedCollective c = p.collective;
-  const bool allreduce = c == PackedCollective::AllReduce;
-  INFO((allreduce ? "allreduce" : c == PackedCollective::Reduce ? "reduce" : "broadcast")
-       << " root " << p.root << ": bound "
+  const bool rooted = c == PackedCollective::Broadcast || c == PackedCollective::Reduce;
+  INFO(static_cast<int>(c) << " (broadcast, reduce, allreduce, allgather) root " << p.root
+                           << ": bound "
                                                << p.upperBoundGBps << ", packed "
                                                << p.packed.rateGBps << ", ring "
                                                << p.ring.rateGBps);
-  double total = 0;
+  std::vector<double> total(n, 0);  // per root (allgather) or all at one place
   for (const WeightedTree& t : p.packed.trees) {
     checkSpanning(t, gpus.size());
-    if (!allreduce) CHECK(t.parent[p.root] == -1);
-    total += t.weight;
+    if (rooted) CHECK(t.parent[p.root] == -1);
+    const int root = static_cast<int>(std::find(t.parent.begin(), t.parent.end(), -1) -
+                                      t.parent.begin());
+    total[c == PackedCollective::AllGather ? root : 0] += t.weight;
   }
-  CHECK(total == Approx(1));
+  for (int r = 0; r < (c == PackedCollective::AllGather ? n : 1); ++r) CHECK(total[r] == Approx(1));
   // The predicted rates are those of the schedules, as routed by hand here.
   CHECK(p.packed.rateGBps == Approx(referenceTreesRate(g, gpus, p.packed.trees, c)));
   CHECK(p.ring.rateGBps == Approx(referenceRingRate(g, gpus, p.ring.order, c, p.root)));
@@ -212,7 +226,7 @@ TEST_CASE("broadcast bounds equal the minimum max flow from the root, computed i
       double reference = 1e300;
       for (size_t v = 0; v < gpus.size(); ++v)
         if (static_cast<int>(v) != root)
-          reference = std::min(reference, referenceMaxFlow(g, gpus, gpus[root], gpus[v]));
+          reference = std::min(reference, referenceMaxFlow(g, gpus, {gpus[root]}, {gpus[v]}));
       INFO(c.fixture << " with " << gpus.size() << " GPUs, root " << root);
       CHECK(broadcastUpperBound(net, root) == Approx(reference));
     }
@@ -223,16 +237,17 @@ TEST_CASE("the whole machines' bounds are the hand-derived ones") {
   struct Known {
     const char* fixture;
     std::vector<int> cuda;
-    double broadcast, allreduce;
+    double broadcast, allreduce, allgather;
   };
   // Broadcast: a GPU's ingress (its NVLink plus its PCIe link). Allreduce: 8 GPUs' ingress over
-  // 2(n-1) = 14 messages. DGX-1 {0,1,4}: cuda1 has 25 GB/s of NVLink (to cuda0) plus PCIe, and
-  // splitting {cuda1} from the others cuts exactly that.
+  // 2(n-1) = 14 messages. Allgather: a GPU's ingress must take the other 7 of 8 blocks.
+  // DGX-1 {0,1,4}: cuda1 has 25 GB/s of NVLink (to cuda0) plus PCIe, and splitting {cuda1}
+  // from the others cuts exactly that; for allgather {cuda1}'s ingress takes 2 of 3 blocks.
   const Known known[] = {
-      {"dgx1-v100.xml", {}, 150 + kGen3, 8 * (150 + kGen3) / 14},
-      {"dgx1-v100.xml", {0, 1, 4}, 25 + kGen3, 25 + kGen3},
-      {"nvswitch-a100.xml", {}, 300 + kGen4, 8 * (300 + kGen4) / 14},
-      {"pcie-8gpu.xml", {}, kGen3, 8 * kGen3 / 14},
+      {"dgx1-v100.xml", {}, 150 + kGen3, 8 * (150 + kGen3) / 14, 8 * (150 + kGen3) / 7},
+      {"dgx1-v100.xml", {0, 1, 4}, 25 + kGen3, 25 + kGen3, 3 * (25 + kGen3) / 2},
+      {"nvswitch-a100.xml", {}, 300 + kGen4, 8 * (300 + kGen4) / 14, 8 * (300 + kGen4) / 7},
+      {"pcie-8gpu.xml", {}, kGen3, 8 * kGen3 / 14, 8 * kGen3 / 7},
   };
   for (const Known& k : known) {
     const Graph& g = fixture(k.fixture);
@@ -240,10 +255,11 @@ TEST_CASE("the whole machines' bounds are the hand-derived ones") {
     INFO(k.fixture << " with " << net.ngpus << " GPUs");
     CHECK(broadcastUpperBound(net, 0) == Approx(k.broadcast).epsilon(1e-6));
     CHECK(allReduceUpperBound(net) == Approx(k.allreduce).epsilon(1e-6));
+    CHECK(allGatherUpperBound(net) == Approx(k.allgather).epsilon(1e-6));
   }
 }
 
-TEST_CASE("packed broadcast, reduce and allreduce reach 90% of the bound and never lose to the best ring") {
+TEST_CASE("packed broadcast, reduce, allreduce and allgather reach 90% of the bound and never lose to the best ring") {
   for (const Case& c : kCases) {
     const Graph& g = fixture(c.fixture);
     const std::vector<int> gpus = gpusByIndex(g, c.cuda);
@@ -252,6 +268,23 @@ TEST_CASE("packed broadcast, reduce and allreduce reach 90% of the bound and nev
     checkPlan(g, gpus, plan.broadcast, c.fragment);
     checkPlan(g, gpus, plan.reduce, c.fragment);
     checkPlan(g, gpus, plan.allreduce, c.fragment);
+    checkPlan(g, gpus, plan.allgather, c.fragment);
+  }
+}
+
+TEST_CASE("allgather bounds equal n * maxflow(A -> rest) / |A| at the worst set A, computed independently") {
+  for (const Case& c : kCases) {
+    const Graph& g = fixture(c.fixture);
+    const std::vector<int> gpus = gpusByIndex(g, c.cuda);
+    const int n = static_cast<int>(gpus.size());
+    double reference = 1e300;
+    for (uint32_t mask = 1; mask + 1 < (1u << n); ++mask) {
+      std::vector<int> a, b;
+      for (int v = 0; v < n; ++v) ((mask >> v) & 1u ? a : b).push_back(gpus[v]);
+      reference = std::min(reference, n * referenceMaxFlow(g, gpus, a, b) / a.size());
+    }
+    INFO(c.fixture << " with " << n << " GPUs");
+    CHECK(allGatherUpperBound(flowNetwork(g, gpus)) == Approx(reference));
   }
 }
 
@@ -263,7 +296,7 @@ TEST_CASE("reduce bounds equal the minimum max flow into the root, computed inde
     for (int root = 0; root < net.ngpus; ++root) {
       double reference = 1e300;
       for (int v = 0; v < net.ngpus; ++v)
-        if (v != root) reference = std::min(reference, referenceMaxFlow(g, gpus, gpus[v], gpus[root]));
+        if (v != root) reference = std::min(reference, referenceMaxFlow(g, gpus, {gpus[v]}, {gpus[root]}));
       CHECK(reduceUpperBound(net, root) == Approx(reference));
     }
   }

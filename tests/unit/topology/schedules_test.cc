@@ -1,5 +1,5 @@
 // Every schedule the topology chooses runs correctly over the loopback transport: the packed
-// trees (broadcast, reduce, allreduce) and the best rings of every fixture allocation, and the
+// trees (broadcast, reduce, allreduce, allgather) and the best rings of every fixture allocation, and the
 // placement-aware ring order of the two-package host for allreduce, allgather and
 // reduce-scatter. Results are checked against sums computed here.
 #include <catch2/catch.hpp>
@@ -86,6 +86,14 @@ void checkReduce(const std::vector<std::vector<float>>& out, int n, int root) {
   }
 }
 
+void checkAllGather(const std::vector<std::vector<float>>& out, int n) {
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q)
+      for (uint64_t e = 0; e < kCount; ++e)
+        if (out[r][q * kCount + e] != input(q, e))
+          FAIL("allgather rank " << r << " block " << q << " element " << e);
+}
+
 void checkBroadcast(const std::vector<std::vector<float>>& out, int n, int root) {
   for (int r = 0; r < n; ++r)
     for (uint64_t e = 0; e < kCount; ++e)
@@ -160,6 +168,24 @@ TEST_CASE("the chosen trees and rings of every fixture allocation run correctly 
                      n);
     }
     {
+      INFO("packed allgather, " << plan.allgather.packed.trees.size() << " trees");
+      checkAllGather(run(Collective::AllGather, n, 0,
+                         [&](const CollectiveShape& s) {
+                           return buildPackedTrees(s, plan.allgather.packed.trees);
+                         }),
+                     n);
+    }
+    {
+      INFO("ring allgather in the best ring's order");
+      checkAllGather(run(Collective::AllGather, n, 0,
+                         [&](const CollectiveShape& s) {
+                           CollectiveShape t = s;
+                           t.ringOrder = plan.allgather.ring.order;
+                           return buildRing(t);
+                         }),
+                     n);
+    }
+    {
       INFO("ring allreduce in the best ring's order");
       checkAllReduce(run(Collective::AllReduce, n, 0,
                          [&](const CollectiveShape& s) {
@@ -183,11 +209,7 @@ TEST_CASE("rings in the two-package placement order compute allreduce, allgather
     };
     INFO(n << " ranks");
     checkAllReduce(run(Collective::AllReduce, n, 0, ring), n);
-    const auto gathered = run(Collective::AllGather, n, 0, ring);
-    for (int r = 0; r < n; ++r)
-      for (int q = 0; q < n; ++q)
-        for (uint64_t e = 0; e < kCount; ++e)
-          if (gathered[r][q * kCount + e] != input(q, e)) FAIL("allgather rank " << r << " block " << q);
+    checkAllGather(run(Collective::AllGather, n, 0, ring), n);
     const auto scattered = run(Collective::ReduceScatter, n, 0, ring);
     for (int r = 0; r < n; ++r)
       for (uint64_t e = 0; e < kCount; ++e) {
