@@ -33,8 +33,8 @@ int checkTree(const WeightedTree& t, int n) {
 
 // Allgather: part `part` (elements within the block) of root's block flows down one tree; the
 // block sits at root * count in every receive buffer and at 0 in the root's send buffer.
-void appendGatherTree(ScheduleBuilder& b, const CollectiveShape& s, const TreeRole& role,
-                      int root, Range part) {
+void appendGatherTree(ScheduleBuilder& b, const CollectiveShape& s, const TreeRole& role, int root,
+                      Range part) {
   const uint32_t e = s.elemSize;
   const uint64_t base = static_cast<uint64_t>(root) * s.count;
   const bool isRoot = role.parent < 0;
@@ -65,7 +65,8 @@ Schedule packedAllGather(const CollectiveShape& s, std::span<const WeightedTree>
   std::vector<double> total(s.nranks, 0);
   for (const WeightedTree& t : trees) total[checkTree(t, s.nranks)] += t.weight;
   for (int r = 0; r < s.nranks; ++r)
-    if (!(total[r] > 0)) fail(weftInternalError, "packed allgather: no tree carries rank {}'s block", r);
+    if (!(total[r] > 0))
+      fail(weftInternalError, "packed allgather: no tree carries rank {}'s block", r);
   ScheduleBuilder b;
   for (int r = 0; r < s.nranks; ++r) {
     double before = 0;

@@ -19,8 +19,9 @@ struct WeightedTree {
 
 // Broadcast and Reduce: every tree rooted at shape.root. AllReduce: any roots (each part is
 // reduced to its tree's root and broadcast back down). AllGather: trees rooted at every rank;
-// each rank's block is cut over the trees rooted at it, by their weights. Throws Error (weftInternalError) when a
-// tree is not a spanning tree of shape.nranks ranks or has the wrong root.
+// each rank's block is cut over the trees rooted at it, by their weights. Throws Error
+// (weftInternalError) when a tree is not a spanning tree of shape.nranks ranks or has the wrong
+// root.
 Schedule buildPackedTrees(const CollectiveShape& shape, std::span<const WeightedTree> trees);
 
 }  // namespace weft

@@ -65,7 +65,9 @@ std::vector<int> cpusOf(hwloc_const_cpuset_t set) {
   std::vector<int> out;
   if (!set) return out;
   unsigned i;
-  hwloc_bitmap_foreach_begin(i, set) { out.push_back(static_cast<int>(i)); }
+  hwloc_bitmap_foreach_begin(i, set) {
+    out.push_back(static_cast<int>(i));
+  }
   hwloc_bitmap_foreach_end();
   return out;
 }
@@ -91,7 +93,8 @@ class Builder {
   Graph build() {
     hwloc_obj_t root = hwloc_get_root_obj(topo_);
     const char* hostName = hwloc_obj_get_info_by_name(root, "HostName");
-    host_ = g_.add({NodeKind::Host, 0, -1, 0, hostName ? hostName : "host", "", cpusOf(root->cpuset)});
+    host_ =
+        g_.add({NodeKind::Host, 0, -1, 0, hostName ? hostName : "host", "", cpusOf(root->cpuset)});
     addPackages();
     addNuma();
     addPciDevices();
@@ -104,12 +107,12 @@ class Builder {
     const int n = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE);
     for (int i = 0; i < n; ++i) {
       hwloc_obj_t p = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, i);
-      packages_[p] = g_.add({NodeKind::Package, 0, host_, i, fmt::format("Package {}", i), "",
-                             cpusOf(p->cpuset)});
+      packages_[p] = g_.add(
+          {NodeKind::Package, 0, host_, i, fmt::format("Package {}", i), "", cpusOf(p->cpuset)});
     }
     if (n == 0) {  // synthetic descriptions may have none: one package holds everything
-      packages_[hwloc_get_root_obj(topo_)] = g_.add(
-          {NodeKind::Package, 0, host_, 0, "Package 0", "", g_.nodes[host_].cpus});
+      packages_[hwloc_get_root_obj(topo_)] =
+          g_.add({NodeKind::Package, 0, host_, 0, "Package 0", "", g_.nodes[host_].cpus});
     }
     std::vector<int> p = g_.nodesOf(NodeKind::Package);
     for (size_t i = 0; i < p.size(); ++i)
@@ -131,8 +134,8 @@ class Builder {
     for (int i = 0; i < n; ++i) {
       hwloc_obj_t m = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, i);
       const int pkg = packageOf(m);
-      const int node = g_.add({NodeKind::Numa, 0, pkg, i, fmt::format("NUMA {}", i), "",
-                               cpusOf(m->cpuset)});
+      const int node =
+          g_.add({NodeKind::Numa, 0, pkg, i, fmt::format("NUMA {}", i), "", cpusOf(m->cpuset)});
       g_.link(pkg, node, LinkKind::Memory, kMemoryGBps, 0.1);
     }
   }
@@ -155,8 +158,8 @@ class Builder {
       return switches_[parent] = attachPoint(up);
     const int above = attachPoint(up);
     const int index = g_.count(NodeKind::PciSwitch);
-    const std::string bus = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", me.domain, me.bus, me.dev,
-                                        me.func);
+    const std::string bus =
+        fmt::format("{:04x}:{:02x}:{:02x}.{:x}", me.domain, me.bus, me.dev, me.func);
     const int node =
         g_.add({NodeKind::PciSwitch, 0, above, index, fmt::format("switch {}", index), bus, {}});
     g_.link(above, node, LinkKind::Pcie, me.linkspeed > 0 ? me.linkspeed : kDefaultPcieGBps,
@@ -170,10 +173,14 @@ class Builder {
       const hwloc_obj_attr_u::hwloc_pcidev_attr_s& p = d->attr->pcidev;
       const unsigned cls = p.class_id >> 8;
       NodeKind kind;
-      if (cls == 0x03) kind = NodeKind::Gpu;
-      else if (cls == 0x02) kind = NodeKind::Nic;
-      else if (p.vendor_id == kNvidia && p.class_id == 0x0680) kind = NodeKind::NvSwitch;
-      else continue;
+      if (cls == 0x03)
+        kind = NodeKind::Gpu;
+      else if (cls == 0x02)
+        kind = NodeKind::Nic;
+      else if (p.vendor_id == kNvidia && p.class_id == 0x0680)
+        kind = NodeKind::NvSwitch;
+      else
+        continue;
       // Name and index from the OS device (cuda3, mlx5_0), else by order of discovery.
       std::string name;
       int index = -1;
@@ -204,8 +211,8 @@ class Builder {
       for (hwloc_obj_t os = d->io_first_child; os; os = os->next_sibling)
         if (gpuOfOsDev_.count(os)) gpuOfOsDev_[os] = node;
     }
-    if (nvswitch_ >= 0) g_.nodes[nvswitch_].name = fmt::format("NVSwitch fabric ({} chips)",
-                                                               nvswitchChips_);
+    if (nvswitch_ >= 0)
+      g_.nodes[nvswitch_].name = fmt::format("NVSwitch fabric ({} chips)", nvswitchChips_);
   }
 
   void addNvLinks() {
@@ -214,14 +221,23 @@ class Builder {
     if (hwloc_distances_get_by_name(topo_, "NVLinkBandwidth", &nr, found, 0) != 0) nr = 0;
     std::vector<std::vector<double>> matrix;  // GB/s between the GPUs in gpus
     std::vector<int> gpus;
-    for (unsigned k = 0; k < std::min(nr, 8u); ++k) {
+    nr = std::min(nr, 8u);
+    // Released whatever happens below (an error throws out of the loop).
+    struct Release {
+      hwloc_topology_t topo;
+      hwloc_distances_s** found;
+      unsigned nr;
+      ~Release() {
+        for (unsigned k = 0; k < nr; ++k) hwloc_distances_release(topo, found[k]);
+      }
+    } release{topo_, found, nr};
+    for (unsigned k = 0; k < nr; ++k) {
       hwloc_distances_s* d = found[k];
       std::vector<int> nodes(d->nbobjs);
       for (unsigned i = 0; i < d->nbobjs; ++i) {
         auto it = gpuOfOsDev_.find(d->objs[i]);
         if (it == gpuOfOsDev_.end() || it->second < 0) {
           const std::string what = d->objs[i] && d->objs[i]->name ? d->objs[i]->name : "?";
-          for (unsigned j = k; j < std::min(nr, 8u); ++j) hwloc_distances_release(topo_, found[j]);
           fail(weftInvalidArgument,
                "{}: the NVLinkBandwidth matrix names '{}', which is not an OS device of a GPU "
                "(expected the nvmlN or cudaN device of a PCI device of class 0302)",
@@ -235,7 +251,6 @@ class Builder {
         for (unsigned j = 0; j < d->nbobjs; ++j)
           matrix.back()[j] = static_cast<double>(d->values[i * d->nbobjs + j]) / 1000.0;
       }
-      hwloc_distances_release(topo_, d);
       break;  // one matrix is the whole picture
     }
     if (gpus.empty() && source_.xmlFile.empty() && source_.synthetic.empty())
@@ -250,8 +265,7 @@ class Builder {
       if (nvswitch_ >= 0) {
         double fabric = 0;
         for (size_t j = 0; j < gpus.size(); ++j) fabric = std::max(fabric, m[i][j]);
-        if (fabric > 0)
-          g_.link(gpus[i], nvswitch_, LinkKind::NvLink, fabric, kNvLinkLatencyUs);
+        if (fabric > 0) g_.link(gpus[i], nvswitch_, LinkKind::NvLink, fabric, kNvLinkLatencyUs);
         continue;
       }
       for (size_t j = i + 1; j < gpus.size(); ++j) {
@@ -275,8 +289,10 @@ class Builder {
 Source sourceFromEnv() {
   Source s;
   const Env& e = env();
-  if (!e.topoFile.empty()) s.xmlFile = e.topoFile;
-  else s.synthetic = e.topoSynthetic;
+  if (!e.topoFile.empty())
+    s.xmlFile = e.topoFile;
+  else
+    s.synthetic = e.topoSynthetic;
   return s;
 }
 

@@ -126,10 +126,9 @@ std::string formatTree(const Graph& g) {
     if (g.nodes[l.a].parent == l.b || g.nodes[l.b].parent == l.a) continue;
     if (!header) out += "links outside the tree:\n";
     header = true;
-    out += fmt::format("  {} {} -- {} {}: {} {:g} GB/s, {:g} us\n",
-                       nodeKindName(g.nodes[l.a].kind), g.nodes[l.a].name,
-                       nodeKindName(g.nodes[l.b].kind), g.nodes[l.b].name, linkKindName(l.kind),
-                       l.bandwidthGBps, l.latencyUs);
+    out += fmt::format("  {} {} -- {} {}: {} {:g} GB/s, {:g} us\n", nodeKindName(g.nodes[l.a].kind),
+                       g.nodes[l.a].name, nodeKindName(g.nodes[l.b].kind), g.nodes[l.b].name,
+                       linkKindName(l.kind), l.bandwidthGBps, l.latencyUs);
   }
   return out;
 }
@@ -138,10 +137,10 @@ std::string formatJson(const Graph& g) {
   std::string out = "{\"nodes\": [";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    out += fmt::format("{}\n  {{\"id\": {}, \"kind\": \"{}\", \"name\": {}, \"host\": {}, "
-                       "\"parent\": {}, \"index\": {}",
-                       i ? "," : "", i, nodeKindName(n.kind), jsonString(n.name), n.host,
-                       n.parent, n.index);
+    out += fmt::format(
+        "{}\n  {{\"id\": {}, \"kind\": \"{}\", \"name\": {}, \"host\": {}, "
+        "\"parent\": {}, \"index\": {}",
+        i ? "," : "", i, nodeKindName(n.kind), jsonString(n.name), n.host, n.parent, n.index);
     if (!n.busId.empty()) out += fmt::format(", \"bus_id\": {}", jsonString(n.busId));
     if (!n.cpus.empty()) out += fmt::format(", \"cpus\": [{}]", fmt::join(n.cpus, ", "));
     out += "}";
@@ -149,10 +148,10 @@ std::string formatJson(const Graph& g) {
   out += "],\n\"links\": [";
   for (size_t i = 0; i < g.links.size(); ++i) {
     const Link& l = g.links[i];
-    out += fmt::format("{}\n  {{\"a\": {}, \"b\": {}, \"kind\": \"{}\", \"bandwidth_gbps\": {:g}, "
-                       "\"latency_us\": {:g}}}",
-                       i ? "," : "", l.a, l.b, linkKindName(l.kind), l.bandwidthGBps,
-                       l.latencyUs);
+    out += fmt::format(
+        "{}\n  {{\"a\": {}, \"b\": {}, \"kind\": \"{}\", \"bandwidth_gbps\": {:g}, "
+        "\"latency_us\": {:g}}}",
+        i ? "," : "", l.a, l.b, linkKindName(l.kind), l.bandwidthGBps, l.latencyUs);
   }
   return out + "]}";
 }

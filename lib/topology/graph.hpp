@@ -23,12 +23,12 @@ const char* linkKindName(LinkKind kind) noexcept;
 
 struct Node {
   NodeKind kind = NodeKind::Host;
-  int host = 0;            // index of the host this node belongs to
-  int parent = -1;         // the node above it in the tree (-1 for hosts)
-  int index = 0;           // per kind within its host: package 1, GPU 3 (cuda3), NIC 0 (mlx5_0)
-  std::string name;        // "Package 1", "cuda3", "mlx5_0", the host name for hosts
-  std::string busId;       // PCI devices: "0000:05:00.0"
-  std::vector<int> cpus;   // packages and NUMA nodes: their PUs (OS indexes)
+  int host = 0;           // index of the host this node belongs to
+  int parent = -1;        // the node above it in the tree (-1 for hosts)
+  int index = 0;          // per kind within its host: package 1, GPU 3 (cuda3), NIC 0 (mlx5_0)
+  std::string name;       // "Package 1", "cuda3", "mlx5_0", the host name for hosts
+  std::string busId;      // PCI devices: "0000:05:00.0"
+  std::vector<int> cpus;  // packages and NUMA nodes: their PUs (OS indexes)
 };
 
 struct Link {
@@ -41,9 +41,9 @@ struct Link {
 // Bandwidths and latencies that hwloc does not give (per direction).
 inline constexpr double kInterconnectGBps = 20;  // between packages (a QPI/UPI link, roughly)
 inline constexpr double kMemoryGBps = 40;
-inline constexpr double kNetworkGBps = 12.5;     // 100 Gb/s NICs
-inline constexpr double kPcieLatencyUs = 0.5, kNvLinkLatencyUs = 0.3,
-                        kInterconnectLatencyUs = 0.2, kNetworkLatencyUs = 2;
+inline constexpr double kNetworkGBps = 12.5;  // 100 Gb/s NICs
+inline constexpr double kPcieLatencyUs = 0.5, kNvLinkLatencyUs = 0.3, kInterconnectLatencyUs = 0.2,
+                        kNetworkLatencyUs = 2;
 
 struct Graph {
   std::vector<Node> nodes;

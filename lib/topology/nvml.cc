@@ -1,7 +1,6 @@
 #include "lib/topology/nvml.hpp"
 
 #include <dlfcn.h>
-
 #include <fmt/format.h>
 
 #include <map>
@@ -109,13 +108,20 @@ void nvmlNvLinks(Graph& graph, std::vector<int>& gpus, std::vector<std::vector<d
       if (it != gpuByBus.end())
         for (j = 0; j < gpus.size() && gpus[j] != it->second; ++j) {
         }
-      if (j < gpus.size()) matrix[i][j] += linkGBps(version);
-      else toSwitch += linkGBps(version);  // an NVSwitch (or a GPU outside this picture)
+      if (j < gpus.size())
+        matrix[i][j] += linkGBps(version);
+      else
+        toSwitch += linkGBps(version);  // an NVSwitch (or a GPU outside this picture)
     }
     if (toSwitch > 0) {
       if (fabric < 0)
-        fabric = graph.add({NodeKind::NvSwitch, graph.nodes[gpus[i]].host,
-                            graph.nodesOf(NodeKind::Host).front(), 0, "NVSwitch fabric", "", {}});
+        fabric = graph.add({NodeKind::NvSwitch,
+                            graph.nodes[gpus[i]].host,
+                            graph.nodesOf(NodeKind::Host).front(),
+                            0,
+                            "NVSwitch fabric",
+                            "",
+                            {}});
       graph.link(gpus[i], fabric, LinkKind::NvLink, toSwitch, kNvLinkLatencyUs);
     }
   }

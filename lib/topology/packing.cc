@@ -101,7 +101,8 @@ std::vector<int> minArborescence(int n, int root, const std::vector<Edge>& edges
     }
   }
   for (int v = 0; v < n; ++v)
-    if (v != root && minEdge[v] < 0) fail(weftInternalError, "arborescence: node {} unreachable", v);
+    if (v != root && minEdge[v] < 0)
+      fail(weftInternalError, "arborescence: node {} unreachable", v);
   std::vector<int> comp(n, -1), seen(n, -1);
   std::vector<bool> inCycle(n, false);
   int count = 0;
@@ -148,7 +149,9 @@ std::vector<int> minArborescence(int n, int root, const std::vector<Edge>& edges
 }
 
 // Whether data flows from parent to child (down) and from child to parent (up).
-bool down(PackedCollective c) { return c != PackedCollective::Reduce; }
+bool down(PackedCollective c) {
+  return c != PackedCollective::Reduce;
+}
 bool up(PackedCollective c) {
   return c == PackedCollective::Reduce || c == PackedCollective::AllReduce;
 }
@@ -255,7 +258,8 @@ double maxFlow(const FlowNetwork& net, std::span<const int> sources, std::span<c
     }
     if (via[t].first < 0) return total;
     double push = kInf;
-    for (int v = t; v != s; v = via[v].first) push = std::min(push, adj[via[v].first][via[v].second].cap);
+    for (int v = t; v != s; v = via[v].first)
+      push = std::min(push, adj[via[v].first][via[v].second].cap);
     if (push == kInf) return kInf;  // a source is a sink
     for (int v = t; v != s; v = via[v].first) {
       R& r = adj[via[v].first][via[v].second];
@@ -318,8 +322,7 @@ double allReduceUpperBound(const FlowNetwork& net) {
   return bound;
 }
 
-double treesRate(const FlowNetwork& net, PackedCollective c,
-                 std::span<const WeightedTree> trees) {
+double treesRate(const FlowNetwork& net, PackedCollective c, std::span<const WeightedTree> trees) {
   const Paths paths = idlePaths(net);
   std::vector<double> load(net.arcs.size(), 0);
   // Allgather: each tree carries its share of one root's block, 1/n of the output.
@@ -351,8 +354,10 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
   std::map<std::vector<int>, double> found;
   const std::vector<int> roots = [&] {
     std::vector<int> r;
-    if (c == PackedCollective::Broadcast || c == PackedCollective::Reduce) r.push_back(root);
-    else for (int v = 0; v < n; ++v) r.push_back(v);
+    if (c == PackedCollective::Broadcast || c == PackedCollective::Reduce)
+      r.push_back(root);
+    else
+      for (int v = 0; v < n; ++v) r.push_back(v);
     return r;
   }();
   // Allgather needs trees from every root: the roots take turns (the lengths still steer each
@@ -371,8 +376,7 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
-        if ((down(c) && paths.arcs[a][b].empty()) || (up(c) && paths.arcs[b][a].empty()))
-          continue;
+        if ((down(c) && paths.arcs[a][b].empty()) || (up(c) && paths.arcs[b][a].empty())) continue;
         edges.push_back({a, b, (down(c) ? cost(a, b) : 0) + (up(c) ? cost(b, a) : 0), 0});
       }
     std::vector<int> best;

@@ -66,12 +66,13 @@ enum class PackedCollective { Broadcast, Reduce, AllReduce, AllGather };
 
 struct Packing {
   std::vector<WeightedTree> trees;  // weights sum to 1 (per root for allgather)
-  double rateGBps = 0;                   // the trees' throughput in the model above
+  double rateGBps = 0;              // the trees' throughput in the model above
 };
 
 // Trees for broadcast from or reduce to `root`, for allreduce (any roots), or for allgather
-// (trees from every root; a tree's weight is its share of its root's block); trees of tiny weight (< 1%) are dropped and
-// the others rescaled (fewer, larger messages), and the rate is of what is returned.
+// (trees from every root; a tree's weight is its share of its root's block); trees of tiny weight
+// (< 1%) are dropped and the others rescaled (fewer, larger messages), and the rate is of what is
+// returned.
 Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root = 0);
 // The throughput of given trees in the model.
 double treesRate(const FlowNetwork& net, PackedCollective collective,

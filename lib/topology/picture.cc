@@ -156,8 +156,9 @@ SystemPicture mergeViews(std::span<const LocalView> views) {
     const int host = base + v.graph.nodesOf(NodeKind::Host).front();
     hostNode[v.hostId] = host;
     for (int other : hosts) {
-      const int nics = std::max(1, std::min(p.graph.count(NodeKind::Nic, p.graph.nodes[host].host),
-                                            p.graph.count(NodeKind::Nic, p.graph.nodes[other].host)));
+      const int nics =
+          std::max(1, std::min(p.graph.count(NodeKind::Nic, p.graph.nodes[host].host),
+                               p.graph.count(NodeKind::Nic, p.graph.nodes[other].host)));
       p.graph.link(other, host, LinkKind::Network, nics * kNetworkGBps, kNetworkLatencyUs);
     }
     hosts.push_back(host);
@@ -176,9 +177,10 @@ std::string formatPictureJson(const SystemPicture& p) {
   std::string out = "{\"graph\": " + formatJson(p.graph) + ",\n\"ranks\": [";
   for (size_t r = 0; r < p.places.size(); ++r) {
     const RankPlace& x = p.places[r];
-    out += fmt::format("{}\n  {{\"rank\": {}, \"host\": {}, \"package\": {}, \"numa\": {}, "
-                       "\"cpu\": {}, \"gpu\": {}}}",
-                       r ? "," : "", r, x.host, x.package, x.numa, x.cpu, x.gpu);
+    out += fmt::format(
+        "{}\n  {{\"rank\": {}, \"host\": {}, \"package\": {}, \"numa\": {}, "
+        "\"cpu\": {}, \"gpu\": {}}}",
+        r ? "," : "", r, x.host, x.package, x.numa, x.cpu, x.gpu);
   }
   return out + fmt::format("],\n\"ring\": [{}]}}\n", fmt::join(p.ring, ", "));
 }

@@ -11,10 +11,10 @@ CollectivePlan plan(const FlowNetwork& net, PackedCollective c, int root) {
   CollectivePlan p;
   p.collective = c;
   p.root = root;
-  p.upperBoundGBps = c == PackedCollective::Broadcast ? broadcastUpperBound(net, root)
-                     : c == PackedCollective::Reduce  ? reduceUpperBound(net, root)
+  p.upperBoundGBps = c == PackedCollective::Broadcast   ? broadcastUpperBound(net, root)
+                     : c == PackedCollective::Reduce    ? reduceUpperBound(net, root)
                      : c == PackedCollective::AllGather ? allGatherUpperBound(net)
-                                                      : allReduceUpperBound(net);
+                                                        : allReduceUpperBound(net);
   p.packed = packTrees(net, c, root);
   p.ring = bestRing(net, c, root);
   p.ringChosen = p.ring.rateGBps >= p.packed.rateGBps;
@@ -22,10 +22,10 @@ CollectivePlan plan(const FlowNetwork& net, PackedCollective c, int root) {
 }
 
 const char* name(PackedCollective c) {
-  return c == PackedCollective::Broadcast ? "broadcast"
-         : c == PackedCollective::Reduce  ? "reduce"
+  return c == PackedCollective::Broadcast   ? "broadcast"
+         : c == PackedCollective::Reduce    ? "reduce"
          : c == PackedCollective::AllGather ? "allgather"
-                                          : "allreduce";
+                                            : "allreduce";
 }
 
 std::string rankName(const Graph& g, const GpuPlan& p, int rank) {
@@ -35,24 +35,23 @@ std::string rankName(const Graph& g, const GpuPlan& p, int rank) {
 std::string treeText(const WeightedTree& t) {
   std::string out;
   for (size_t r = 0; r < t.parent.size(); ++r)
-    if (t.parent[r] >= 0)
-      out += fmt::format("{}{}->{}", out.empty() ? "" : " ", t.parent[r], r);
+    if (t.parent[r] >= 0) out += fmt::format("{}{}->{}", out.empty() ? "" : " ", t.parent[r], r);
   return out;
 }
 
 std::string planText(const CollectivePlan& p) {
-  std::string out = fmt::format("{}{}:\n", name(p.collective),
-                                p.collective == PackedCollective::AllReduce ||
-                                        p.collective == PackedCollective::AllGather
-                                    ? std::string()
-                                    : fmt::format(" {} rank {}", p.collective ==
-                                                  PackedCollective::Broadcast ? "from" : "to",
-                                                  p.root));
+  std::string out = fmt::format(
+      "{}{}:\n", name(p.collective),
+      p.collective == PackedCollective::AllReduce || p.collective == PackedCollective::AllGather
+          ? std::string()
+          : fmt::format(" {} rank {}", p.collective == PackedCollective::Broadcast ? "from" : "to",
+                        p.root));
   out += fmt::format("  upper bound (max flow)  {:8.2f} GB/s\n", p.upperBoundGBps);
-  out += fmt::format("  packed trees            {:8.2f} GB/s  {:5.1f}% of the bound, {:.2f}x the "
-                     "ring, {} trees\n",
-                     p.packed.rateGBps, 100 * p.packed.rateGBps / p.upperBoundGBps,
-                     p.packed.rateGBps / p.ring.rateGBps, p.packed.trees.size());
+  out += fmt::format(
+      "  packed trees            {:8.2f} GB/s  {:5.1f}% of the bound, {:.2f}x the "
+      "ring, {} trees\n",
+      p.packed.rateGBps, 100 * p.packed.rateGBps / p.upperBoundGBps,
+      p.packed.rateGBps / p.ring.rateGBps, p.packed.trees.size());
   std::string ring;
   for (int r : p.ring.order) ring += fmt::format("{}{}", ring.empty() ? "" : " ", r);
   out += fmt::format("  best single ring        {:8.2f} GB/s  order {}\n", p.ring.rateGBps, ring);

@@ -4,8 +4,9 @@
 
 namespace weft::topology {
 
-std::vector<double> maximize(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                             const std::vector<double>& c, int maxPivots) {
+std::vector<double> maximize(const std::vector<std::vector<double>>& a,
+                             const std::vector<double>& b, const std::vector<double>& c,
+                             int maxPivots) {
   const size_t m = a.size();
   const size_t n = c.size();
   constexpr double kEps = 1e-12;
@@ -41,7 +42,8 @@ std::vector<double> maximize(const std::vector<std::vector<double>>& a, const st
     for (size_t i = 0; i < m; ++i)
       if (t[i][enter] > kEps) {
         const double ratio = t[i][width - 1] / t[i][enter];
-        if (ratio < best - 1e-15 || (ratio <= best + 1e-15 && leave < m && basis[i] < basis[leave])) {
+        if (ratio < best - 1e-15 ||
+            (ratio <= best + 1e-15 && leave < m && basis[i] < basis[leave])) {
           best = ratio;
           leave = i;
         }

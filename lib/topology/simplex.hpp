@@ -11,7 +11,8 @@ namespace weft::topology {
 
 // Returns x (one value per column). Dantzig's rule, Bland's rule after a run of degenerate
 // pivots; stops after maxPivots pivots with the basis reached.
-std::vector<double> maximize(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                             const std::vector<double>& c, int maxPivots = 20000);
+std::vector<double> maximize(const std::vector<std::vector<double>>& a,
+                             const std::vector<double>& b, const std::vector<double>& c,
+                             int maxPivots = 20000);
 
 }  // namespace weft::topology

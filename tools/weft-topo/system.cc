@@ -62,10 +62,10 @@ std::string describeSystem(const SystemOptions& o) {
   if (o.json) {
     std::string ranks;
     for (size_t r = 0; r < places.size(); ++r)
-      ranks += fmt::format("{}{{\"rank\": {}, \"package\": {}, \"numa\": {}, \"cpu\": {}, "
-                           "\"gpu\": {}}}",
-                           r ? ", " : "", r, places[r].package, places[r].numa, places[r].cpu,
-                           places[r].gpu);
+      ranks += fmt::format(
+          "{}{{\"rank\": {}, \"package\": {}, \"numa\": {}, \"cpu\": {}, "
+          "\"gpu\": {}}}",
+          r ? ", " : "", r, places[r].package, places[r].numa, places[r].cpu, places[r].gpu);
     return fmt::format(
         "{{\"source\": \"{}\", \"graph\": {},\n\"ranks\": [{}],\n\"ring\": [{}], "
         "\"crossings\": {{\"package\": {}, \"numa\": {}, \"host\": {}}}, "

@@ -16,7 +16,7 @@ struct SystemOptions {
   std::vector<int> gpus;  // cudaN indexes of the ranks' GPUs; empty: every GPU of the host
   int ranks = 0;          // CPU ranks (hosts without GPUs, or --ranks): 0 = one per package core
   topology::MapBy mapBy = topology::MapBy::Core;
-  int root = 0;           // broadcast root
+  int root = 0;  // broadcast root
   bool json = false;
 };
 

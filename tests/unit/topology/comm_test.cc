@@ -3,12 +3,13 @@
 // to CPU r % 2, the ring visits ranks 0 2 1 3 (each package's ranks together), ring collectives
 // (WEFT_ALGO=ring) in that order compute the right sums, and rank 0 wrote the picture to
 // WEFT_TOPO_DUMP_FILE. (The variables are set before the first weft call, which parses them.)
-#include <catch2/catch.hpp>
+#include "lib/comm/comm.hpp"
 
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,7 +19,6 @@
 
 #include "include/weft.h"
 #include "lib/api/handles.hpp"
-#include "lib/comm/comm.hpp"
 
 TEST_CASE("ranks bound across two packages form a ring that crosses packages twice") {
   const std::string dumpFile = "/tmp/weft-topo-dump-" + std::to_string(getpid()) + ".json";

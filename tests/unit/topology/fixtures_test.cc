@@ -1,10 +1,9 @@
 // Discovery from the hwloc XML fixtures: what each file must yield (counts of packages, NUMA
 // nodes, GPUs, NICs, PCIe switches, and the NVLink matrix, written out here from the machines'
 // published layouts), and clear errors for files hwloc cannot load or that name something odd.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -69,7 +68,8 @@ TEST_CASE("the two-package fixture has two packages of eight CPUs and no I/O") {
   CHECK(g.nodes[p[1]].cpus == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
 }
 
-TEST_CASE("the DGX-1 fixture has 8 GPUs in pairs behind 4 switches, 4 NICs and the cube-mesh NVLink") {
+TEST_CASE(
+    "the DGX-1 fixture has 8 GPUs in pairs behind 4 switches, 4 NICs and the cube-mesh NVLink") {
   const Graph& g = fixture("dgx1-v100.xml");
   CHECK(g.count(NodeKind::Package) == 2);
   CHECK(g.count(NodeKind::Gpu) == 8);
@@ -111,8 +111,8 @@ TEST_CASE("the NVSwitch fixture joins all 8 GPUs through one fabric at 300 GB/s"
   int toFabric = 0, direct = 0;
   for (const Link& l : g.links) {
     if (l.kind != LinkKind::NvLink) continue;
-    const bool fabric = g.nodes[l.a].kind == NodeKind::NvSwitch ||
-                        g.nodes[l.b].kind == NodeKind::NvSwitch;
+    const bool fabric =
+        g.nodes[l.a].kind == NodeKind::NvSwitch || g.nodes[l.b].kind == NodeKind::NvSwitch;
     (fabric ? toFabric : direct) += 1;
   }
   CHECK(toFabric == 8);
@@ -139,7 +139,8 @@ TEST_CASE("a synthetic description gives its packages and CPUs") {
   CHECK(g.nodes[g.nodesOf(NodeKind::Host)[0]].cpus.size() == 8);
 }
 
-TEST_CASE("broken topology files are rejected with an error naming the file and what was expected") {
+TEST_CASE(
+    "broken topology files are rejected with an error naming the file and what was expected") {
   SECTION("truncated XML") {
     const std::string what = errorOf({fixturePath("broken-truncated.xml"), ""});
     CHECK_THAT(what, Catch::Contains("broken-truncated.xml"));
@@ -160,11 +161,12 @@ TEST_CASE("broken topology files are rejected with an error naming the file and 
     std::smatch m;
     REQUIRE(std::regex_search(text, m, std::regex(R"re(gp_index="(\d+)" name="mlx5_0")re")));
     const std::string nic = m[1];
-    REQUIRE(std::regex_search(text, m, std::regex(R"re(<indexes length="\d+">(\d+) ([^<]*)</indexes>)re")));
+    REQUIRE(std::regex_search(text, m,
+                              std::regex(R"re(<indexes length="\d+">(\d+) ([^<]*)</indexes>)re")));
     const std::string indexes = nic + " " + m[2].str();
-    text.replace(m.position(0), m.length(0),
-                 "<indexes length=\"" + std::to_string(indexes.size()) + "\">" + indexes +
-                     "</indexes>");
+    text.replace(
+        m.position(0), m.length(0),
+        "<indexes length=\"" + std::to_string(indexes.size()) + "\">" + indexes + "</indexes>");
     TempFile f(text);
     const std::string what = errorOf({f.path, ""});
     CHECK_THAT(what, Catch::Contains("mlx5_0"));

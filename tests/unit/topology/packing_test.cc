@@ -1,11 +1,10 @@
-// GPU rings and packed trees (broadcast, reduce, allreduce, allgather) on the fixtures, against references computed here: max flow on a
-// capacity matrix built straight from the graph's links, transfer routes walked by hand (direct
-// NVLink, else through the NVSwitch fabric, else up and down the PCIe tree), hand-derived
-// bounds for the whole machines, and the issue's targets: packed throughput at least 90% of the
-// upper bound everywhere, at least twice the best single ring on the DGX-1 fragments, and the
-// chosen schedule never below the ring.
+// GPU rings and packed trees (broadcast, reduce, allreduce, allgather) on the fixtures, against
+// references computed here: max flow on a capacity matrix built straight from the graph's links,
+// transfer routes walked by hand (direct NVLink, else through the NVSwitch fabric, else up and down
+// the PCIe tree), hand-derived bounds for the whole machines, and the issue's targets: packed
+// throughput at least 90% of the upper bound everywhere, at least twice the best single ring on the
+// DGX-1 fragments, and the chosen schedule never below the ring.
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <queue>
 
@@ -189,16 +188,14 @@ void checkPlan(const Graph& g, const std::vector<int>& gpus, const CollectivePla
   const PackedCollective c = p.collective;
   const bool rooted = c == PackedCollective::Broadcast || c == PackedCollective::Reduce;
   INFO(static_cast<int>(c) << " (broadcast, reduce, allreduce, allgather) root " << p.root
-                           << ": bound "
-                                               << p.upperBoundGBps << ", packed "
-                                               << p.packed.rateGBps << ", ring "
-                                               << p.ring.rateGBps);
+                           << ": bound " << p.upperBoundGBps << ", packed " << p.packed.rateGBps
+                           << ", ring " << p.ring.rateGBps);
   std::vector<double> total(n, 0);  // per root (allgather) or all at one place
   for (const WeightedTree& t : p.packed.trees) {
     checkSpanning(t, gpus.size());
     if (rooted) CHECK(t.parent[p.root] == -1);
-    const int root = static_cast<int>(std::find(t.parent.begin(), t.parent.end(), -1) -
-                                      t.parent.begin());
+    const int root =
+        static_cast<int>(std::find(t.parent.begin(), t.parent.end(), -1) - t.parent.begin());
     total[c == PackedCollective::AllGather ? root : 0] += t.weight;
   }
   for (int r = 0; r < (c == PackedCollective::AllGather ? n : 1); ++r) CHECK(total[r] == Approx(1));
@@ -259,7 +256,9 @@ TEST_CASE("the whole machines' bounds are the hand-derived ones") {
   }
 }
 
-TEST_CASE("packed broadcast, reduce, allreduce and allgather reach 90% of the bound and never lose to the best ring") {
+TEST_CASE(
+    "packed broadcast, reduce, allreduce and allgather reach 90% of the bound and never lose to "
+    "the best ring") {
   for (const Case& c : kCases) {
     const Graph& g = fixture(c.fixture);
     const std::vector<int> gpus = gpusByIndex(g, c.cuda);
@@ -272,7 +271,9 @@ TEST_CASE("packed broadcast, reduce, allreduce and allgather reach 90% of the bo
   }
 }
 
-TEST_CASE("allgather bounds equal n * maxflow(A -> rest) / |A| at the worst set A, computed independently") {
+TEST_CASE(
+    "allgather bounds equal n * maxflow(A -> rest) / |A| at the worst set A, computed "
+    "independently") {
   for (const Case& c : kCases) {
     const Graph& g = fixture(c.fixture);
     const std::vector<int> gpus = gpusByIndex(g, c.cuda);
@@ -290,13 +291,15 @@ TEST_CASE("allgather bounds equal n * maxflow(A -> rest) / |A| at the worst set 
 
 TEST_CASE("reduce bounds equal the minimum max flow into the root, computed independently") {
   const Graph& g = fixture("dgx1-v100.xml");
-  for (const std::vector<int>& cuda : {std::vector<int>{0, 1, 4}, std::vector<int>{0, 1, 2, 4, 5, 6}}) {
+  for (const std::vector<int>& cuda :
+       {std::vector<int>{0, 1, 4}, std::vector<int>{0, 1, 2, 4, 5, 6}}) {
     const std::vector<int> gpus = gpusByIndex(g, cuda);
     const FlowNetwork net = flowNetwork(g, gpus);
     for (int root = 0; root < net.ngpus; ++root) {
       double reference = 1e300;
       for (int v = 0; v < net.ngpus; ++v)
-        if (v != root) reference = std::min(reference, referenceMaxFlow(g, gpus, {gpus[v]}, {gpus[root]}));
+        if (v != root)
+          reference = std::min(reference, referenceMaxFlow(g, gpus, {gpus[v]}, {gpus[root]}));
       CHECK(reduceUpperBound(net, root) == Approx(reference));
     }
   }
@@ -321,7 +324,8 @@ TEST_CASE("on the DGX-1 fragments every broadcast root gets 90% of its bound and
       p.ring = bestRing(net, PackedCollective::Broadcast, root);
       p.ringChosen = p.ring.rateGBps >= p.packed.rateGBps;
       checkPlan(g, gpus, p, false);
-      if (p.upperBoundGBps >= 2.2 * p.ring.rateGBps) CHECK(p.packed.rateGBps >= 2 * p.ring.rateGBps);
+      if (p.upperBoundGBps >= 2.2 * p.ring.rateGBps)
+        CHECK(p.packed.rateGBps >= 2 * p.ring.rateGBps);
     }
   }
 }

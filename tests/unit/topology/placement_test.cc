@@ -3,7 +3,6 @@
 // crosses each host boundary once, and every rank that merges the same views gets the same
 // picture and ring.
 #include <catch2/catch.hpp>
-
 #include <numeric>
 
 #include "fixture.hpp"
@@ -18,7 +17,9 @@ using weft::testing::fixture;
 namespace {
 
 // Package of a CPU of the two-package fixture: CPUs 0-7 are package 0, 8-15 package 1.
-int packageOfCpu(int cpu) { return cpu < 8 ? 0 : 1; }
+int packageOfCpu(int cpu) {
+  return cpu < 8 ? 0 : 1;
+}
 
 int handCountedCrossings(const std::vector<RankPlace>& places, const std::vector<int>& order) {
   int n = 0;
@@ -36,7 +37,8 @@ std::vector<int> naturalOrder(size_t n) {
 
 }  // namespace
 
-TEST_CASE("on the two-package host the ring crosses packages exactly twice, however ranks were mapped") {
+TEST_CASE(
+    "on the two-package host the ring crosses packages exactly twice, however ranks were mapped") {
   const Graph& g = fixture("two-package.xml");
   for (MapBy by : {MapBy::Core, MapBy::Package})
     for (int n : {2, 3, 5, 8, 9, 16}) {
@@ -66,7 +68,9 @@ namespace {
 
 // Rank r of a round-robin job over `hosts` hosts runs on this CPU of its host (0, 2, ..., 14:
 // both packages).
-int cpuOf(int r, int hosts) { return ((r / hosts) * 2) % 16; }
+int cpuOf(int r, int hosts) {
+  return ((r / hosts) * 2) % 16;
+}
 
 // Views of `ranks` ranks spread round robin over `hosts` copies of the two-package host.
 std::vector<LocalView> roundRobinViews(int ranks, int hosts) {
@@ -93,8 +97,8 @@ TEST_CASE("across hosts the ring crosses each host boundary once and packages tw
     for (size_t i = 0; i < p.ring.size(); ++i) {
       const int a = p.ring[i], b = p.ring[(i + 1) % p.ring.size()];
       hostChanges += a % hosts != b % hosts;
-      packageChanges += a % hosts != b % hosts ||
-                        packageOfCpu(cpuOf(a, hosts)) != packageOfCpu(cpuOf(b, hosts));
+      packageChanges +=
+          a % hosts != b % hosts || packageOfCpu(cpuOf(a, hosts)) != packageOfCpu(cpuOf(b, hosts));
     }
     CHECK(hostChanges == hosts);
     CHECK(packageChanges == 2 * hosts);
@@ -131,7 +135,8 @@ TEST_CASE("every rank decodes and merges the same views into the same picture an
 TEST_CASE("a malformed view is an error naming the rank it came from") {
   std::vector<uint8_t> bytes = encodeView(roundRobinViews(1, 1)[0]);
   bytes.resize(bytes.size() / 2);
-  CHECK_THROWS_WITH(decodeView(bytes, 3), Catch::Contains("rank 3") && Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(decodeView(bytes, 3),
+                    Catch::Contains("rank 3") && Catch::Contains("truncated"));
   bytes.assign(16, 0xff);
   CHECK_THROWS_WITH(decodeView(bytes, 4), Catch::Contains("rank 4"));
 }

@@ -1,9 +1,8 @@
 // Every schedule the topology chooses runs correctly over the loopback transport: the packed
-// trees (broadcast, reduce, allreduce, allgather) and the best rings of every fixture allocation, and the
-// placement-aware ring order of the two-package host for allreduce, allgather and
+// trees (broadcast, reduce, allreduce, allgather) and the best rings of every fixture allocation,
+// and the placement-aware ring order of the two-package host for allreduce, allgather and
 // reduce-scatter. Results are checked against sums computed here.
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <vector>
 
@@ -23,10 +22,16 @@ namespace {
 constexpr uint64_t kCount = 3001;  // not a multiple of anything: uneven blocks and splits
 
 // Input of rank r, element e: small integers, so float sums are exact.
-float input(int r, uint64_t e) { return static_cast<float>((r * 7 + e * 3) % 23); }
+float input(int r, uint64_t e) {
+  return static_cast<float>((r * 7 + e * 3) % 23);
+}
 
-uint64_t sendCount(Collective c, int n) { return c == Collective::ReduceScatter ? n * kCount : kCount; }
-uint64_t recvCount(Collective c, int n) { return c == Collective::AllGather ? n * kCount : kCount; }
+uint64_t sendCount(Collective c, int n) {
+  return c == Collective::ReduceScatter ? n * kCount : kCount;
+}
+uint64_t recvCount(Collective c, int n) {
+  return c == Collective::AllGather ? n * kCount : kCount;
+}
 
 // Runs one schedule per rank (built by `build(shape)`) and returns every rank's receive buffer.
 template <class Build>
@@ -62,7 +67,8 @@ std::vector<std::vector<float>> run(Collective c, int n, int root, Build build) 
     context.rank = r;
     context.deadline = Deadline::afterMs(60000);
     context.timeoutMs = 60000;
-    executions.push_back(std::make_unique<Execution>(*transports[r], std::vector<Work>{w}, context));
+    executions.push_back(
+        std::make_unique<Execution>(*transports[r], std::vector<Work>{w}, context));
     all.push_back(executions.back().get());
   }
   runToCompletion(all);
@@ -74,7 +80,8 @@ void checkAllReduce(const std::vector<std::vector<float>>& out, int n) {
     for (uint64_t e = 0; e < kCount; ++e) {
       float sum = 0;
       for (int q = 0; q < n; ++q) sum += input(q, e);
-      if (out[r][e] != sum) FAIL("rank " << r << " element " << e << ": " << out[r][e] << " != " << sum);
+      if (out[r][e] != sum)
+        FAIL("rank " << r << " element " << e << ": " << out[r][e] << " != " << sum);
     }
 }
 
@@ -108,10 +115,13 @@ TEST_CASE("the chosen trees and rings of every fixture allocation run correctly 
     const char* fixture;
     std::vector<int> cuda;
   };
-  const Alloc allocs[] = {{"dgx1-v100.xml", {}},         {"dgx1-v100.xml", {0, 1, 4}},
-                          {"dgx1-v100.xml", {0, 1, 2, 4, 5}}, {"dgx1-v100.xml", {0, 1, 2, 4, 5, 6}},
+  const Alloc allocs[] = {{"dgx1-v100.xml", {}},
+                          {"dgx1-v100.xml", {0, 1, 4}},
+                          {"dgx1-v100.xml", {0, 1, 2, 4, 5}},
+                          {"dgx1-v100.xml", {0, 1, 2, 4, 5, 6}},
                           {"dgx1-v100.xml", {0, 1, 2, 3, 4, 5, 6}},
-                          {"nvswitch-a100.xml", {}},     {"pcie-8gpu.xml", {}}};
+                          {"nvswitch-a100.xml", {}},
+                          {"pcie-8gpu.xml", {}}};
   for (const Alloc& a : allocs) {
     const Graph& g = fixture(a.fixture);
     const std::vector<int> gpus = gpusByIndex(g, a.cuda);
@@ -120,7 +130,8 @@ TEST_CASE("the chosen trees and rings of every fixture allocation run correctly 
     const GpuPlan plan = planGpus(g, gpus, root);
     INFO(a.fixture << " with " << n << " GPUs");
     {
-      INFO("packed broadcast from " << root << ", " << plan.broadcast.packed.trees.size() << " trees");
+      INFO("packed broadcast from " << root << ", " << plan.broadcast.packed.trees.size()
+                                    << " trees");
       checkBroadcast(run(Collective::Broadcast, n, root,
                          [&](const CollectiveShape& s) {
                            return buildPackedTrees(s, plan.broadcast.packed.trees);
@@ -198,7 +209,8 @@ TEST_CASE("the chosen trees and rings of every fixture allocation run correctly 
   }
 }
 
-TEST_CASE("rings in the two-package placement order compute allreduce, allgather and reduce-scatter") {
+TEST_CASE(
+    "rings in the two-package placement order compute allreduce, allgather and reduce-scatter") {
   const Graph& g = fixture("two-package.xml");
   for (int n : {3, 16}) {
     const std::vector<int> order = ringOrder(placeRanks(g, n, MapBy::Package));
