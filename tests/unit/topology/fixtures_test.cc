@@ -1,9 +1,12 @@
 // Discovery from the hwloc XML fixtures: what each file must yield (counts of packages, NUMA
 // nodes, GPUs, NICs, PCIe switches, and the NVLink matrix, written out here from the machines'
 // published layouts), and clear errors for files hwloc cannot load or that name something odd.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -175,4 +178,21 @@ TEST_CASE(
   SECTION("a bad synthetic description") {
     CHECK_THAT(errorOf({"", "pack:two"}), Catch::Contains("pack:two"));
   }
+}
+
+TEST_CASE("this machine is discovered with hwloc: every CPU this process may use is in a package") {
+  const Graph g = discover({});
+  REQUIRE(g.count(NodeKind::Host) == 1);
+  REQUIRE(g.count(NodeKind::Package) >= 1);
+  std::vector<int> inPackages;
+  for (int p : g.nodesOf(NodeKind::Package))
+    inPackages.insert(inPackages.end(), g.nodes[p].cpus.begin(), g.nodes[p].cpus.end());
+  std::sort(inPackages.begin(), inPackages.end());
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) {
+      INFO("CPU " << c);
+      CHECK(std::binary_search(inPackages.begin(), inPackages.end(), c));
+    }
 }
