@@ -42,6 +42,19 @@ RankPlace placeOfCpu(const Graph& g, int host, int cpu) {
   return p;
 }
 
+int nearestNic(const Graph& g, int node) {
+  const std::vector<int> nics = g.nodesOf(NodeKind::Nic, g.nodes[node].host);
+  auto below = [&](int nic, int ancestor) {
+    for (int v = nic; v >= 0; v = g.nodes[v].parent)
+      if (v == ancestor) return true;
+    return false;
+  };
+  for (int a = node; a >= 0; a = g.nodes[a].parent)
+    for (int nic : nics)
+      if (below(nic, a)) return nic;
+  return -1;
+}
+
 std::vector<RankPlace> placeRanks(const Graph& g, int n, MapBy by) {
   const std::vector<int> hosts = g.nodesOf(NodeKind::Host);
   if (hosts.empty()) fail(weftInvalidArgument, "the picture has no host");

@@ -21,6 +21,11 @@ struct RankPlace {
 // The place of a process on host node `host` running on `cpu`.
 RankPlace placeOfCpu(const Graph& graph, int host, int cpu);
 
+// The NIC closest to `node` (a GPU, switch, NUMA node or package) in the PCIe tree: the first
+// NIC below the nearest ancestor that has one; -1 when its host has none. Ties go to the NIC
+// found first (lowest node index).
+int nearestNic(const Graph& graph, int node);
+
 // How a launcher spread ranks over the cores of one host: by core (fill package 0, then 1,
 // ...) or by package (round robin over packages, as `mpirun --map-by package` does).
 enum class MapBy { Core, Package };

@@ -40,6 +40,11 @@ std::string describeSystem(const SystemOptions& o) {
       RankPlace p;
       p.host = host;
       p.package = p.numa = packageOfNode(g, gpu);
+      for (int m : g.nodesOf(NodeKind::Numa))  // the package's (first) NUMA node
+        if (g.nodes[m].parent == p.package) {
+          p.numa = m;
+          break;
+        }
       p.gpu = gpu;
       places.push_back(p);
     }
@@ -82,6 +87,8 @@ std::string describeSystem(const SystemOptions& o) {
     out += fmt::format("  rank {:3}: {} / {}", r, placeName(g, p.package), placeName(g, p.numa));
     if (p.cpu >= 0) out += fmt::format(" / cpu {}", p.cpu);
     if (p.gpu >= 0) out += fmt::format(" / {}", placeName(g, p.gpu));
+    const int nic = nearestNic(g, p.gpu >= 0 ? p.gpu : p.numa >= 0 ? p.numa : p.package);
+    if (nic >= 0) out += fmt::format("  (nearest NIC {})", placeName(g, nic));
     out += '\n';
   }
   out += fmt::format("ring order: {}\n", fmt::join(ring, " "));

@@ -155,3 +155,20 @@ TEST_CASE("the same GPU allocation gives the same rings and trees every time") {
     }
   }
 }
+
+TEST_CASE("each DGX-1 GPU's nearest NIC is the one behind its PCIe switch") {
+  const Graph& g = fixture("dgx1-v100.xml");
+  for (int i = 0; i < 8; ++i) {
+    const int nic = nearestNic(g, g.gpu(0, i));
+    REQUIRE(nic >= 0);
+    CHECK(g.nodes[nic].name == "mlx5_" + std::to_string(i / 2));
+  }
+  // A CPU rank of package 1 reaches the first NIC below package 1; the PCIe-only host's
+  // package 1 has none, so its ranks go to the host's one NIC (package 0's).
+  const std::vector<int> packages = g.nodesOf(NodeKind::Package);
+  CHECK(g.nodes[nearestNic(g, packages[1])].name == "mlx5_2");
+  const Graph& pcie = fixture("pcie-8gpu.xml");
+  CHECK(pcie.nodes[nearestNic(pcie, pcie.gpu(0, 6))].name == "mlx5_0");
+  CHECK(nearestNic(fixture("two-package.xml"),
+                   fixture("two-package.xml").nodesOf(NodeKind::Package)[1]) == -1);
+}
