@@ -467,6 +467,17 @@ double ringRateOver(const FlowNetwork& net, const Paths& paths, PackedCollective
 
 }  // namespace
 
+LinkRoutes linkRoutes(const FlowNetwork& net) {
+  LinkRoutes routes;
+  for (const FlowNetwork::Arc& a : net.arcs) routes.capacityGBps.push_back(a.capacity);
+  const Paths paths = idlePaths(net);
+  routes.route.assign(net.ngpus, std::vector<std::vector<uint32_t>>(net.ngpus));
+  for (int a = 0; a < net.ngpus; ++a)
+    for (int b = 0; b < net.ngpus; ++b)
+      routes.route[a][b].assign(paths.arcs[a][b].begin(), paths.arcs[a][b].end());
+  return routes;
+}
+
 double ringRate(const FlowNetwork& net, PackedCollective c, std::span<const int> order, int root) {
   return ringRateOver(net, idlePaths(net), c, order, root);
 }

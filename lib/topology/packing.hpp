@@ -31,6 +31,7 @@
 #include <span>
 #include <vector>
 
+#include "algorithms/cost/simulator.hpp"
 #include "algorithms/packed_trees.hpp"
 #include "lib/topology/graph.hpp"
 
@@ -77,6 +78,10 @@ Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root 
 // The throughput of given trees in the model.
 double treesRate(const FlowNetwork& net, PackedCollective collective,
                  std::span<const WeightedTree> trees);
+
+// The allocation as the cost model's link-by-link machine: every arc a link, the route of a
+// message from rank a to rank b the path the model above gives it.
+LinkRoutes linkRoutes(const FlowNetwork& net);
 
 struct RingChoice {
   std::vector<int> order;  // ranks in ring order, starting with rank 0 (or the root)

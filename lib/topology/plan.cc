@@ -103,6 +103,57 @@ std::vector<int> gpusByIndex(const Graph& graph, std::span<const int> indexes) {
   return out;
 }
 
+WeightedTree chainTree(std::span<const int> order, PackedCollective c) {
+  const int n = static_cast<int>(order.size());
+  WeightedTree t{std::vector<int>(n, -1), 1};
+  for (int i = 1; i < n; ++i)
+    t.parent[order[i]] = c == PackedCollective::Reduce ? order[(i + 1) % n] : order[i - 1];
+  return t;
+}
+
+Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePlan& p,
+                    uint64_t bytes, uint64_t chunkBytes) {
+  const FlowNetwork net = flowNetwork(graph, plan.gpus);
+  const LinkRoutes routes = linkRoutes(net);
+  const int n = net.ngpus;
+  MachineModel model;
+  model.nranks = model.ranksPerHost = n;
+  model.intra = {kNvLinkLatencyUs, 0};
+  model.links = &routes;
+  CollectiveShape shape;
+  shape.nranks = n;
+  shape.elemSize = 4;
+  shape.root = p.root;
+  shape.chunkBytes = chunkBytes;
+  shape.count = bytes / 4 / (p.collective == PackedCollective::AllGather ? n : 1);
+  shape.collective = p.collective == PackedCollective::Broadcast   ? Collective::Broadcast
+                     : p.collective == PackedCollective::Reduce    ? Collective::Reduce
+                     : p.collective == PackedCollective::AllGather ? Collective::AllGather
+                                                                   : Collective::AllReduce;
+  const double moved = static_cast<double>(shape.count) * 4 *
+                       (p.collective == PackedCollective::AllGather ? n : 1);
+  Replayed r;
+  r.packedGBps = moved / 1e9 /
+                 simulateSchedules(
+                     [&](const CollectiveShape& s) { return buildPackedTrees(s, p.packed.trees); },
+                     shape, model)
+                     .seconds;
+  const std::vector<WeightedTree> chain{chainTree(p.ring.order, p.collective)};
+  r.ringGBps = moved / 1e9 /
+               simulateSchedules(
+                   [&](const CollectiveShape& s) {
+                     if (p.collective == PackedCollective::Broadcast ||
+                         p.collective == PackedCollective::Reduce)
+                       return buildPackedTrees(s, chain);
+                     CollectiveShape t = s;
+                     t.ringOrder = p.ring.order;
+                     return buildRing(t);
+                   },
+                   shape, model)
+                   .seconds;
+  return r;
+}
+
 std::string formatGpuPlan(const Graph& g, const GpuPlan& p) {
   std::string out = "ranks:";
   for (size_t r = 0; r < p.gpus.size(); ++r)

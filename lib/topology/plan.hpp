@@ -34,6 +34,19 @@ GpuPlan planGpus(const Graph& graph, std::span<const int> gpus, int root = 0);
 // Throws Error (weftInvalidArgument) naming an index the host does not have.
 std::vector<int> gpusByIndex(const Graph& graph, std::span<const int> indexes);
 
+// The plan's schedules replayed by the cost model (algorithms/cost: chunked, pipelined, every
+// message a flow sharing its links fairly) over the allocation's links: the packed trees, and
+// the ring (a chain along it for broadcast and reduce, ring.cc in its order for allreduce and
+// allgather). `bytes`: the buffer (allgather: the output), float32 elements.
+struct Replayed {
+  double packedGBps = 0, ringGBps = 0;
+};
+Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePlan& collective,
+                    uint64_t bytes, uint64_t chunkBytes);
+
+// A chain along `order` (order[0] is the root): down it for broadcast, up it for reduce.
+WeightedTree chainTree(std::span<const int> order, PackedCollective c);
+
 std::string formatGpuPlan(const Graph& graph, const GpuPlan& plan);
 std::string gpuPlanJson(const Graph& graph, const GpuPlan& plan);
 
