@@ -349,6 +349,7 @@ class Replay {
       f.slot[k] = static_cast<uint32_t>(r.flows.size());
       r.flows.push_back(id);
     }
+    if (model_.links) return rerateAll(t);
     for (uint32_t k = 0; k < f.nres; ++k) rerate(f.res[k], t);
   }
 
@@ -365,6 +366,54 @@ class Replay {
       Flow& f = flows_[id];
       double rate = share(f.res[0]);
       for (uint32_t k = 1; k < f.nres; ++k) rate = std::min(rate, share(f.res[k]));
+      if (rate == f.rate) continue;
+      f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
+      f.last = t;
+      f.rate = rate;
+      const double due = t + f.remaining / rate;
+      if (due < f.due) {
+        f.due = due;
+        push(due, kFlowDone, id, ++f.version);
+      }
+    }
+  }
+
+  // Link-by-link machines: max-min fair rates (progressive filling), as links arbitrate between
+  // flows: the link with the smallest fair share fixes the rate of its flows, which then take
+  // that much of their other links; repeat. (The host model keeps the cheaper rule above.)
+  void rerateAll(double t) {
+    const size_t nr = resources_.size();
+    std::vector<double> left(nr);
+    std::vector<uint32_t> open(nr);
+    for (size_t r = 0; r < nr; ++r) {
+      left[r] = resources_[r].capacity;
+      open[r] = static_cast<uint32_t>(resources_[r].flows.size());
+    }
+    rates_.assign(flows_.size(), -1);
+    for (;;) {
+      size_t tightest = nr;
+      double fair = 0;
+      for (size_t r = 0; r < nr; ++r)
+        if (open[r] > 0 && (tightest == nr || left[r] / open[r] < fair)) {
+          tightest = r;
+          fair = left[r] / open[r];
+        }
+      if (tightest == nr) break;
+      fair = std::max(fair, 0.0);
+      for (uint32_t id : resources_[tightest].flows) {
+        if (rates_[id] >= 0) continue;
+        rates_[id] = fair;
+        const Flow& f = flows_[id];
+        for (uint32_t k = 0; k < f.nres; ++k) {
+          left[f.res[k]] -= fair;
+          --open[f.res[k]];
+        }
+      }
+    }
+    for (uint32_t id = 0; id < flows_.size(); ++id) {
+      if (rates_[id] < 0) continue;  // not moving bytes now
+      Flow& f = flows_[id];
+      const double rate = rates_[id];
       if (rate == f.rate) continue;
       f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
       f.last = t;
@@ -404,7 +453,10 @@ class Replay {
           if (m.res[j] == res[k]) m.slot[j] = at;
       }
     }
-    for (uint32_t k = 0; k < nres; ++k) rerate(res[k], t);
+    if (model_.links)
+      rerateAll(t);
+    else
+      for (uint32_t k = 0; k < nres; ++k) rerate(res[k], t);
     ++flows_[id].version;  // no stale completion may fire again
     push(t + flows_[id].latency, kArrive, id);
     Connection& c = connections_[steps_[flows_[id].send].connection];
@@ -455,6 +507,7 @@ class Replay {
   std::vector<Flow> flows_;
   std::vector<uint32_t> freeFlows_;
   std::vector<Resource> resources_;
+  std::vector<double> rates_;  // rerateAll's scratch
   std::vector<Connection> connections_;
   std::vector<double> cpuFree_;
   std::vector<uint32_t> ready_;
