@@ -1,5 +1,6 @@
 #include "algorithms/packed_trees.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "algorithms/tree_schedule.hpp"
@@ -31,27 +32,6 @@ int checkTree(const WeightedTree& t, int n) {
   return root;
 }
 
-// Allgather: part `part` (elements within the block) of root's block flows down one tree; the
-// block sits at root * count in every receive buffer and at 0 in the root's send buffer.
-void appendGatherTree(ScheduleBuilder& b, const CollectiveShape& s, const TreeRole& role, int root,
-                      Range part) {
-  const uint32_t e = s.elemSize;
-  const uint64_t base = static_cast<uint64_t>(root) * s.count;
-  const bool isRoot = role.parent < 0;
-  if (isRoot)
-    b.copy({BufferId::Send, part.offset * e}, {BufferId::Recv, (base + part.offset) * e},
-           part.count * e);
-  const uint64_t chunks = chunkCount(part.count, e, s.chunkBytes);
-  for (uint64_t j = 0; j < chunks; ++j) {
-    const Range c = chunkOf(part, chunks, j);
-    const BufferRef at{BufferId::Recv, (base + c.offset) * e};
-    StepId have = kNoStep;
-    if (!isRoot) have = b.recv(role.parent, at, c.count * e);
-    for (int child : role.children)
-      b.send(child, isRoot ? BufferRef{BufferId::Send, c.offset * e} : at, c.count * e, {have});
-  }
-}
-
 TreeRole roleIn(const WeightedTree& t, int rank) {
   TreeRole role;
   role.parent = t.parent[rank];
@@ -60,30 +40,79 @@ TreeRole roleIn(const WeightedTree& t, int rank) {
   return role;
 }
 
-// Allgather: every rank's block is cut over the trees rooted at it, by their weights.
-Schedule packedAllGather(const CollectiveShape& s, std::span<const WeightedTree> trees) {
-  std::vector<double> total(s.nranks, 0);
-  for (const WeightedTree& t : trees) total[checkTree(t, s.nranks)] += t.weight;
-  for (int r = 0; r < s.nranks; ++r)
-    if (!(total[r] > 0))
-      fail(weftInternalError, "packed allgather: no tree carries rank {}'s block", r);
-  ScheduleBuilder b;
-  for (int r = 0; r < s.nranks; ++r) {
-    double before = 0;
-    uint64_t begin = 0;
-    const WeightedTree* last = nullptr;
-    for (const WeightedTree& t : trees)
-      if (t.parent[r] == -1) last = &t;
-    for (const WeightedTree& t : trees) {
-      if (t.parent[r] != -1) continue;
-      before += t.weight;
-      const uint64_t end =
-          &t == last ? s.count : static_cast<uint64_t>(std::llround(before / total[r] * s.count));
-      if (end <= begin) continue;
-      appendGatherTree(b, s, roleIn(t, s.rank), r, Range{begin, end - begin});
-      begin = end;
-    }
+// The parts of `total` elements that trees of these weights carry, in order (the last one ends
+// exactly at `total`; parts may be empty).
+std::vector<Range> split(uint64_t total, const std::vector<double>& weights) {
+  double sum = 0, before = 0;
+  for (double w : weights) sum += w;
+  std::vector<Range> parts;
+  uint64_t begin = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    before += weights[i];
+    const uint64_t end =
+        i + 1 == weights.size() ? total : static_cast<uint64_t>(std::llround(before / sum * total));
+    parts.push_back({begin, std::max(begin, end) - begin});
+    begin = std::max(begin, end);
   }
+  return parts;
+}
+
+// One part flowing down one tree (broadcast, allgather): the part's elements sit at `base` +
+// offset in every receive buffer and at the offset in the root's send buffer.
+struct DownFlow {
+  TreeRole role;
+  Range part;
+  uint64_t base = 0;
+  uint64_t chunks = 0, next = 0;
+};
+
+// Appends the flows' chunks interleaved, each flow's next chunk when it is the least advanced
+// (by fraction), so that trees sharing a connection advance together instead of one after the
+// other: messages to one peer leave in order.
+void appendDownFlows(ScheduleBuilder& b, const CollectiveShape& s, std::vector<DownFlow>& flows) {
+  const uint32_t e = s.elemSize;
+  for (DownFlow& f : flows) {
+    f.chunks = f.part.count ? chunkCount(f.part.count, e, s.chunkBytes) : 0;
+    if (f.role.parent < 0 && f.part.count)
+      b.copy({BufferId::Send, f.part.offset * e}, {BufferId::Recv, (f.base + f.part.offset) * e},
+             f.part.count * e);
+  }
+  for (;;) {
+    DownFlow* pick = nullptr;
+    for (DownFlow& f : flows)
+      if (f.next < f.chunks &&
+          (!pick || (f.next + 1.0) / f.chunks < (pick->next + 1.0) / pick->chunks))
+        pick = &f;
+    if (!pick) return;
+    const Range c = chunkOf(pick->part, pick->chunks, pick->next++);
+    const BufferRef at{BufferId::Recv, (pick->base + c.offset) * e};
+    const bool root = pick->role.parent < 0;
+    StepId have = kNoStep;
+    if (!root) have = b.recv(pick->role.parent, at, c.count * e);
+    for (int child : pick->role.children)
+      b.send(child, root ? BufferRef{BufferId::Send, c.offset * e} : at, c.count * e, {have});
+  }
+}
+
+// Allgather: every rank's block is cut over the trees rooted at it, by their weights; the block
+// of rank r sits at r * count in every receive buffer.
+Schedule packedAllGather(const CollectiveShape& s, std::span<const WeightedTree> trees) {
+  std::vector<std::vector<size_t>> rooted(s.nranks);
+  for (size_t i = 0; i < trees.size(); ++i) rooted[checkTree(trees[i], s.nranks)].push_back(i);
+  std::vector<DownFlow> flows;
+  for (int r = 0; r < s.nranks; ++r) {
+    std::vector<double> weights;
+    for (size_t i : rooted[r]) weights.push_back(trees[i].weight);
+    double sum = 0;
+    for (double w : weights) sum += w;
+    if (!(sum > 0)) fail(weftInternalError, "packed allgather: no tree carries rank {}'s block", r);
+    const std::vector<Range> parts = split(s.count, weights);
+    for (size_t k = 0; k < parts.size(); ++k)
+      flows.push_back(
+          {roleIn(trees[rooted[r][k]], s.rank), parts[k], static_cast<uint64_t>(r) * s.count});
+  }
+  ScheduleBuilder b;
+  appendDownFlows(b, s, flows);
   return std::move(b).finish();
 }
 
@@ -102,18 +131,21 @@ Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree
     total += t.weight;
   }
   if (!(total > 0)) fail(weftInternalError, "packed trees of total weight {}", total);
+  std::vector<double> weights;
+  for (const WeightedTree& t : trees) weights.push_back(t.weight);
+  const std::vector<Range> parts = split(s.count, weights);
   ScheduleBuilder b;
-  double before = 0;
-  uint64_t begin = 0;
-  for (size_t i = 0; i < trees.size(); ++i) {
-    before += trees[i].weight;
-    const uint64_t end = i + 1 == trees.size()
-                             ? s.count
-                             : static_cast<uint64_t>(std::llround(before / total * s.count));
-    if (end <= begin) continue;
-    appendTreeFlow(b, s, flow, roleIn(trees[i], s.rank), Range{begin, end - begin});
-    begin = end;
+  if (flow == TreeFlow::Broadcast) {
+    std::vector<DownFlow> flows;
+    for (size_t i = 0; i < trees.size(); ++i)
+      flows.push_back({roleIn(trees[i], s.rank), parts[i], 0});
+    appendDownFlows(b, s, flows);
+    return std::move(b).finish();
   }
+  // Reduce and allreduce: one tree after the other (tree_schedule.hpp's pipelines keep a window
+  // of scratch slots per tree).
+  for (size_t i = 0; i < trees.size(); ++i)
+    if (parts[i].count) appendTreeFlow(b, s, flow, roleIn(trees[i], s.rank), parts[i]);
   return std::move(b).finish();
 }
 

@@ -130,8 +130,8 @@ Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePla
                      : p.collective == PackedCollective::Reduce    ? Collective::Reduce
                      : p.collective == PackedCollective::AllGather ? Collective::AllGather
                                                                    : Collective::AllReduce;
-  const double moved = static_cast<double>(shape.count) * 4 *
-                       (p.collective == PackedCollective::AllGather ? n : 1);
+  const double moved =
+      static_cast<double>(shape.count) * 4 * (p.collective == PackedCollective::AllGather ? n : 1);
   Replayed r;
   r.packedGBps = moved / 1e9 /
                  simulateSchedules(
