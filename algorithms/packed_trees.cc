@@ -142,10 +142,22 @@ Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree
     appendDownFlows(b, s, flows);
     return std::move(b).finish();
   }
-  // Reduce and allreduce: one tree after the other (tree_schedule.hpp's pipelines keep a window
-  // of scratch slots per tree).
+  // Reduce and allreduce: the trees' pipelines, interleaved the same way.
+  std::vector<TreePipeline> pipelines;
+  pipelines.reserve(trees.size());
   for (size_t i = 0; i < trees.size(); ++i)
-    if (parts[i].count) appendTreeFlow(b, s, flow, roleIn(trees[i], s.rank), parts[i]);
+    if (parts[i].count) pipelines.emplace_back(b, s, flow, roleIn(trees[i], s.rank), parts[i]);
+  std::vector<uint64_t> next(pipelines.size(), 0);
+  for (;;) {
+    size_t pick = pipelines.size();
+    for (size_t i = 0; i < pipelines.size(); ++i)
+      if (next[i] < pipelines[i].chunks() &&
+          (pick == pipelines.size() ||
+           (next[i] + 1.0) / pipelines[i].chunks() < (next[pick] + 1.0) / pipelines[pick].chunks()))
+        pick = i;
+    if (pick == pipelines.size()) break;
+    pipelines[pick].appendChunk(next[pick]++);
+  }
   return std::move(b).finish();
 }
 
