@@ -31,6 +31,10 @@ struct CollectiveShape {
   // host and on other hosts differently (hierarchical); empty: every rank on one host. Fixed
   // for a communicator (it outlives the shape), so not part of ScheduleCache's key.
   std::span<const int> hostOfRank{};
+  // The ring's order of ranks (ring.cc): ringOrder[i] is followed by ringOrder[i + 1]; empty
+  // for 0 -> 1 -> ... -> n-1. From the topology (lib/topology/placement.hpp), so that a ring
+  // crosses packages and hosts the fewest times. Not owned: the communicator keeps it.
+  std::span<const int> ringOrder = {};
 };
 
 enum class AlgorithmId : uint8_t {

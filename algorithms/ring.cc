@@ -1,12 +1,13 @@
 // Ring schedules: reduce-scatter, allgather, and allreduce as the two in sequence.
 //
-// Ranks form the ring 0 -> 1 -> ... -> n-1 -> 0. Data is cut into n blocks (one per rank) and
+// Ranks form the ring 0 -> 1 -> ... -> n-1 -> 0 (or shape.ringOrder). Data is cut into n blocks (one per rank) and
 // every block into the same number of pipeline chunks, so chunk j of one step depends only on
 // chunk j of the previous step and chunks flow through the ring back to back.
 //
 // Reduce-scatter, rank r: at step s (0..n-2) send block r-s-1 to the right and receive block
 // r-s-2 from the left, reducing it with the own contribution; after n-1 steps block r is fully
 // reduced. Allgather, rank r: at step s send block r-s, receive block r-s-1.
+#include <algorithm>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -16,12 +17,23 @@
 namespace weft {
 namespace {
 
+// With shape.ringOrder the ring follows that order: positions replace ranks, and the block a
+// position handles is the block of the rank at that position (block r still ends on rank r).
 struct Ring {
   int n, r, left, right;
-  explicit Ring(const CollectiveShape& s)
-      : n(s.nranks), r(s.rank), left((s.rank + s.nranks - 1) % s.nranks),
-        right((s.rank + 1) % s.nranks) {}
-  int block(int offset) const { return ((r + offset) % n + n) % n; }
+  std::span<const int> order;
+  explicit Ring(const CollectiveShape& s) : n(s.nranks), r(s.rank), order(s.ringOrder) {
+    if (!order.empty()) {
+      if (static_cast<int>(order.size()) != n)
+        fail(weftInternalError, "ring order of {} ranks for {} ranks", order.size(), n);
+      r = static_cast<int>(std::find(order.begin(), order.end(), s.rank) - order.begin());
+      if (r == n) fail(weftInternalError, "rank {} is not in the ring order", s.rank);
+    }
+    left = at((r + n - 1) % n);
+    right = at((r + 1) % n);
+  }
+  int at(int position) const { return order.empty() ? position : order[position]; }
+  int block(int offset) const { return at(((r + offset) % n + n) % n); }
 };
 
 BufferRef ref(BufferId buffer, Range range, uint32_t elemSize) {
@@ -88,7 +100,7 @@ Schedule ringReduceScatter(const CollectiveShape& s) {
   ScheduleBuilder b;
   const uint32_t e = s.elemSize;
   const Ring ring(s);
-  const Range own{static_cast<uint64_t>(ring.r) * s.count, s.count};
+  const Range own{static_cast<uint64_t>(s.rank) * s.count, s.count};
   if (ring.n == 1) {
     b.copy(ref(BufferId::Send, own, e), {BufferId::Recv, 0}, s.count * e);
     return std::move(b).finish();
@@ -132,7 +144,7 @@ Schedule ringAllGather(const CollectiveShape& s) {
   ScheduleBuilder b;
   const uint32_t e = s.elemSize;
   const Ring ring(s);
-  const Range own{static_cast<uint64_t>(ring.r) * s.count, s.count};
+  const Range own{static_cast<uint64_t>(s.rank) * s.count, s.count};
   b.copy({BufferId::Send, 0}, ref(BufferId::Recv, own, e), s.count * e);
   if (ring.n == 1) return std::move(b).finish();
   const uint64_t chunks = chunkCount(s.count, e, s.chunkBytes);

@@ -21,72 +21,84 @@ TreeFlow treeFlowFor(Collective c) {
   }
 }
 
-void appendTreeFlow(ScheduleBuilder& b, const CollectiveShape& s, TreeFlow flow,
-                    const TreeRole& role, Range range) {
+TreePipeline::TreePipeline(ScheduleBuilder& b, const CollectiveShape& s, TreeFlow flow,
+                           const TreeRole& role, Range range)
+    : b_(b), s_(s), flow_(flow), role_(role), range_(range) {
   const uint32_t e = s.elemSize;
-  const bool root = role.parent < 0;
   const size_t nc = role.children.size();
-  const uint64_t chunks = chunkCount(range.count, e, s.chunkBytes);
-  auto at = [&](BufferId id, Range c) { return BufferRef{id, c.offset * e}; };
-
+  chunks_ = chunkCount(range.count, e, s.chunkBytes);
   if (flow == TreeFlow::Broadcast) {
-    if (root) b.copy(at(BufferId::Send, range), at(BufferId::Recv, range), range.count * e);
-    for (uint64_t j = 0; j < chunks; ++j) {
-      const Range c = chunkOf(range, chunks, j);
-      StepId have = kNoStep;
-      if (!root) have = b.recv(role.parent, at(BufferId::Recv, c), c.count * e);
-      for (int child : role.children)
-        b.send(child, at(root ? BufferId::Send : BufferId::Recv, c), c.count * e, {have});
-    }
+    if (role.parent < 0)
+      b.copy({BufferId::Send, range.offset * e}, {BufferId::Recv, range.offset * e},
+             range.count * e);
+    return;
+  }
+  // Reduce and AllReduce. Partial sums live in the receive buffer, except on the inner ranks
+  // of a Reduce, whose receive buffer NCCL lets be absent: there they live in scratch.
+  scratchPartials_ = flow == TreeFlow::Reduce && role.parent >= 0 && nc > 0;
+  partialBase_ = scratchPartials_ ? b.allocateScratch(range.count * e) : 0;
+  maxChunk_ = (range.count + chunks_ - 1) / chunks_;
+  window_ = std::min<uint64_t>(kTreeWindow, chunks_);
+  slotBase_ = nc > 0 ? b.allocateScratch(nc * window_ * maxChunk_ * e) : 0;
+  consumed_.assign(nc, std::vector<StepId>(window_, kNoStep));
+}
+
+void TreePipeline::appendChunk(uint64_t j) {
+  const uint32_t e = s_.elemSize;
+  const bool root = role_.parent < 0;
+  const size_t nc = role_.children.size();
+  auto at = [&](BufferId id, Range c) { return BufferRef{id, c.offset * e}; };
+  const Range c = chunkOf(range_, chunks_, j);
+  const uint64_t bytes = c.count * e;
+
+  if (flow_ == TreeFlow::Broadcast) {
+    StepId have = kNoStep;
+    if (!root) have = b_.recv(role_.parent, at(BufferId::Recv, c), bytes);
+    for (int child : role_.children)
+      b_.send(child, at(root ? BufferId::Send : BufferId::Recv, c), bytes, {have});
     return;
   }
 
-  // Reduce and AllReduce. Partial sums live in the receive buffer, except on the inner ranks
-  // of a Reduce, whose receive buffer NCCL lets be absent: there they live in scratch.
-  const bool scratchPartials = flow == TreeFlow::Reduce && !root && nc > 0;
-  const uint64_t partialBase = scratchPartials ? b.allocateScratch(range.count * e) : 0;
-  auto partial = [&](Range c) {
-    return scratchPartials
-               ? BufferRef{BufferId::Scratch, partialBase + (c.offset - range.offset) * e}
-               : at(BufferId::Recv, c);
+  auto partial = [&](Range r) {
+    return scratchPartials_
+               ? BufferRef{BufferId::Scratch, partialBase_ + (r.offset - range_.offset) * e}
+               : at(BufferId::Recv, r);
   };
-  const uint64_t maxChunk = (range.count + chunks - 1) / chunks;
-  const uint64_t window = std::min<uint64_t>(kTreeWindow, chunks);
-  const uint64_t slotBase = nc > 0 ? b.allocateScratch(nc * window * maxChunk * e) : 0;
-  auto slot = [&](size_t child, uint64_t j) {
-    return BufferRef{BufferId::Scratch, slotBase + (child * window + j % window) * maxChunk * e};
+  auto slot = [&](size_t child, uint64_t k) {
+    return BufferRef{BufferId::Scratch,
+                     slotBase_ + (child * window_ + k % window_) * maxChunk_ * e};
   };
-  // consumed[i][j % window]: the step that last read child i's slot for chunk j.
-  std::vector<std::vector<StepId>> consumed(nc, std::vector<StepId>(window, kNoStep));
-
-  for (uint64_t j = 0; j < chunks; ++j) {
-    const Range c = chunkOf(range, chunks, j);
-    const uint64_t bytes = c.count * e;
-    StepId reduced = kNoStep;  // the last step that wrote this chunk's partial
-    if (nc == 0 && root) reduced = b.copy(at(BufferId::Send, c), at(BufferId::Recv, c), bytes);
-    for (size_t i = 0; i < nc; ++i) {
-      StepId& slotFree = consumed[i][j % window];
-      if (i == 0) {
-        reduced = b.recvReduce(role.children[0], at(BufferId::Send, c), slot(0, j), partial(c),
-                               bytes, {slotFree});
-      } else {
-        const StepId got = b.recv(role.children[i], slot(i, j), bytes, {slotFree});
-        reduced = b.reduce(partial(c), slot(i, j), partial(c), bytes, {reduced, got});
-      }
-      slotFree = reduced;
+  StepId reduced = kNoStep;  // the last step that wrote this chunk's partial
+  if (nc == 0 && root) reduced = b_.copy(at(BufferId::Send, c), at(BufferId::Recv, c), bytes);
+  for (size_t i = 0; i < nc; ++i) {
+    // consumed_[i][j % window]: the step that last read child i's slot for chunk j.
+    StepId& slotFree = consumed_[i][j % window_];
+    if (i == 0) {
+      reduced = b_.recvReduce(role_.children[0], at(BufferId::Send, c), slot(0, j), partial(c),
+                              bytes, {slotFree});
+    } else {
+      const StepId got = b_.recv(role_.children[i], slot(i, j), bytes, {slotFree});
+      reduced = b_.reduce(partial(c), slot(i, j), partial(c), bytes, {reduced, got});
     }
-    if (!root) {
-      const BufferRef from = nc == 0 ? at(BufferId::Send, c) : partial(c);
-      const StepId up = b.send(role.parent, from, bytes, {reduced});
-      if (flow == TreeFlow::AllReduce) {
-        // The result overwrites what was just sent up (or the input, in place).
-        const StepId down = b.recv(role.parent, at(BufferId::Recv, c), bytes, {up});
-        for (int child : role.children) b.send(child, at(BufferId::Recv, c), bytes, {down});
-      }
-    } else if (flow == TreeFlow::AllReduce) {
-      for (int child : role.children) b.send(child, at(BufferId::Recv, c), bytes, {reduced});
-    }
+    slotFree = reduced;
   }
+  if (!root) {
+    const BufferRef from = nc == 0 ? at(BufferId::Send, c) : partial(c);
+    const StepId up = b_.send(role_.parent, from, bytes, {reduced});
+    if (flow_ == TreeFlow::AllReduce) {
+      // The result overwrites what was just sent up (or the input, in place).
+      const StepId down = b_.recv(role_.parent, at(BufferId::Recv, c), bytes, {up});
+      for (int child : role_.children) b_.send(child, at(BufferId::Recv, c), bytes, {down});
+    }
+  } else if (flow_ == TreeFlow::AllReduce) {
+    for (int child : role_.children) b_.send(child, at(BufferId::Recv, c), bytes, {reduced});
+  }
+}
+
+void appendTreeFlow(ScheduleBuilder& b, const CollectiveShape& s, TreeFlow flow,
+                    const TreeRole& role, Range range) {
+  TreePipeline pipeline(b, s, flow, role, range);
+  for (uint64_t j = 0; j < pipeline.chunks(); ++j) pipeline.appendChunk(j);
 }
 
 }  // namespace weft

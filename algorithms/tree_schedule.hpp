@@ -31,6 +31,27 @@ void appendTreeFlow(ScheduleBuilder& b, const CollectiveShape& shape, TreeFlow f
 
 inline constexpr uint64_t kTreeWindow = 4;
 
+// The same flow one chunk at a time, so that several trees' chunks can be interleaved
+// (packed_trees.cc): the constructor reserves the scratch (and appends the root's copy of a
+// broadcast); appendChunk(j) must be called for j = 0, 1, ..., chunks() - 1 in order.
+class TreePipeline {
+ public:
+  TreePipeline(ScheduleBuilder& b, const CollectiveShape& shape, TreeFlow flow,
+               const TreeRole& role, Range range);
+  uint64_t chunks() const { return chunks_; }
+  void appendChunk(uint64_t j);
+
+ private:
+  ScheduleBuilder& b_;
+  const CollectiveShape& s_;
+  TreeFlow flow_;
+  TreeRole role_;
+  Range range_;
+  uint64_t chunks_ = 0, maxChunk_ = 0, window_ = 0, slotBase_ = 0, partialBase_ = 0;
+  bool scratchPartials_ = false;
+  std::vector<std::vector<StepId>> consumed_;
+};
+
 // Maps a tree in virtual ranks (v = (rank - root) mod n) to real ranks.
 TreeRole realRole(int parent, const std::vector<int>& children, int root, int nranks);
 

@@ -74,8 +74,9 @@ struct Flow {
   uint32_t send = 0;
   double remaining = 0, rate = 0, last = 0, latency = 0;
   double due = 0;  // when its pending completion event fires (maybe early: see rerate)
-  uint32_t res[2] = {0, 0};
-  uint32_t slot[2] = {0, 0};  // positions in the resources' flow lists
+  uint32_t res[kMaxRouteLinks] = {};   // the resources (links) it crosses
+  uint32_t slot[kMaxRouteLinks] = {};  // its positions in their flow lists
+  uint32_t nres = 0;
   uint32_t version = 0;
   uint32_t next = kNone;  // the flow queued behind it on its connection
 };
@@ -104,13 +105,19 @@ enum : uint32_t { kFlowDone, kArrive, kComputed };
 
 class Replay {
  public:
+  using Builder = std::function<Schedule(const CollectiveShape&)>;
   Replay(const Algorithm& algorithm, const CollectiveShape& shape, const MachineModel& model,
          const SimOptions& options)
-      : algorithm_(algorithm),
+      : Replay([&algorithm](const CollectiveShape& s) { return buildSchedule(algorithm, s); },
+               algorithm.name, chooseFrame(algorithm, model, options), shape, model, options) {}
+  Replay(Builder builder, const char* name, Frame frame, const CollectiveShape& shape,
+         const MachineModel& model, const SimOptions& options)
+      : builder_(std::move(builder)),
+        name_(name),
         shape_(shape),
         model_(model),
         options_(options),
-        frame_(chooseFrame(algorithm, model, options)) {
+        frame_(frame) {
     reduceCost_ = model.reduceGBps > 0 ? 1.0 / (model.reduceGBps * 1e9) : 0;
     copyCost_ = model.copyGBps > 0 ? 1.0 / (model.copyGBps * 1e9) : 0;
     build();
@@ -155,7 +162,7 @@ class Replay {
     for (int r = 0; r < replayed; ++r) {
       CollectiveShape s = shape_;
       s.rank = r;
-      const Schedule sched = buildSchedule(algorithm_, s);
+      const Schedule sched = builder_(s);
       const uint32_t first = static_cast<uint32_t>(steps_.size());
       base[r] = first;
       for (StepId i = 0; i < sched.steps.size(); ++i) {
@@ -195,9 +202,17 @@ class Replay {
         fail(weftInternalError,
              "{} {} on {} ranks: rank {} sends message {} to rank {}, which "
              "never receives it",
-             algorithm_.name, collectiveName(shape_.collective), frame_.nranks, s.rank, s.tag,
+             name_, collectiveName(shape_.collective), frame_.nranks, s.rank, s.tag,
              s.peer);
       s.recv = it->step;
+    }
+    if (model_.links) {
+      resources_.resize(model_.links->capacityGBps.size());
+      for (size_t l = 0; l < resources_.size(); ++l)
+        resources_[l].capacity = model_.links->capacityGBps[l] * 1e9;
+      cpuFree_.assign(replayed, 0);
+      connections_.resize(connections.size());
+      return;
     }
     const int hosts = frame_.hosts();
     resources_.resize(2 * replayed + 2 * hosts);
@@ -274,7 +289,7 @@ class Replay {
     ++messages_;
     const int from = static_cast<int>(step.rank), to = step.peer;
     const bool local = frame_.host(from) == frame_.host(to);
-    const LinkParams& link = local ? model_.intra : model_.inter;
+    const LinkParams& link = local || model_.links ? model_.intra : model_.inter;
     uint32_t id;
     if (!freeFlows_.empty()) {
       id = freeFlows_.back();
@@ -297,10 +312,19 @@ class Replay {
       return;
     }
     const uint32_t replayed = static_cast<uint32_t>(frame_.replayed());
-    if (local) {
+    if (model_.links) {
+      const std::vector<uint32_t>& route = model_.links->route.at(from).at(to);
+      if (route.empty() || route.size() > kMaxRouteLinks)
+        fail(weftInternalError, "simulate: rank {} to rank {}: a route of {} links", from, to,
+             route.size());
+      f.nres = static_cast<uint32_t>(route.size());
+      std::copy(route.begin(), route.end(), f.res);
+    } else if (local) {
+      f.nres = 2;
       f.res[0] = 2 * from;
       f.res[1] = 2 * frame_.representative(to) + 1;
     } else {
+      f.nres = 2;
       f.res[0] = 2 * replayed + 2 * frame_.hostIndex(from);
       f.res[1] = 2 * replayed + 2 * frame_.hostIndex(to) + 1;
     }
@@ -320,12 +344,13 @@ class Replay {
   void activate(uint32_t id, double t) {
     Flow& f = flows_[id];
     f.last = t;
-    for (int k = 0; k < 2; ++k) {
+    for (uint32_t k = 0; k < f.nres; ++k) {
       Resource& r = resources_[f.res[k]];
       f.slot[k] = static_cast<uint32_t>(r.flows.size());
       r.flows.push_back(id);
     }
-    for (int k = 0; k < 2; ++k) rerate(f.res[k], t);
+    if (model_.links) return rerateAll(t);
+    for (uint32_t k = 0; k < f.nres; ++k) rerate(f.res[k], t);
   }
 
   double share(uint32_t res) const {
@@ -339,7 +364,56 @@ class Replay {
   void rerate(uint32_t res, double t) {
     for (uint32_t id : resources_[res].flows) {
       Flow& f = flows_[id];
-      const double rate = std::min(share(f.res[0]), share(f.res[1]));
+      double rate = share(f.res[0]);
+      for (uint32_t k = 1; k < f.nres; ++k) rate = std::min(rate, share(f.res[k]));
+      if (rate == f.rate) continue;
+      f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
+      f.last = t;
+      f.rate = rate;
+      const double due = t + f.remaining / rate;
+      if (due < f.due) {
+        f.due = due;
+        push(due, kFlowDone, id, ++f.version);
+      }
+    }
+  }
+
+  // Link-by-link machines: max-min fair rates (progressive filling), as links arbitrate between
+  // flows: the link with the smallest fair share fixes the rate of its flows, which then take
+  // that much of their other links; repeat. (The host model keeps the cheaper rule above.)
+  void rerateAll(double t) {
+    const size_t nr = resources_.size();
+    std::vector<double> left(nr);
+    std::vector<uint32_t> open(nr);
+    for (size_t r = 0; r < nr; ++r) {
+      left[r] = resources_[r].capacity;
+      open[r] = static_cast<uint32_t>(resources_[r].flows.size());
+    }
+    rates_.assign(flows_.size(), -1);
+    for (;;) {
+      size_t tightest = nr;
+      double fair = 0;
+      for (size_t r = 0; r < nr; ++r)
+        if (open[r] > 0 && (tightest == nr || left[r] / open[r] < fair)) {
+          tightest = r;
+          fair = left[r] / open[r];
+        }
+      if (tightest == nr) break;
+      fair = std::max(fair, 0.0);
+      for (uint32_t id : resources_[tightest].flows) {
+        if (rates_[id] >= 0) continue;
+        rates_[id] = fair;
+        const Flow& f = flows_[id];
+        for (uint32_t k = 0; k < f.nres; ++k) {
+          left[f.res[k]] -= fair;
+          --open[f.res[k]];
+        }
+      }
+    }
+    for (uint32_t id = 0; id < flows_.size(); ++id) {
+      if (rates_[id] < 0) continue;  // not moving bytes now
+      Flow& f = flows_[id];
+      const double rate = rates_[id];
       if (rate == f.rate) continue;
       f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
       f.last = t;
@@ -364,8 +438,10 @@ class Replay {
   }
 
   void flowDone(uint32_t id, double t) {
-    const uint32_t res[2] = {flows_[id].res[0], flows_[id].res[1]};
-    for (int k = 0; k < 2; ++k) {
+    const uint32_t nres = flows_[id].nres;
+    uint32_t res[kMaxRouteLinks];
+    std::copy(flows_[id].res, flows_[id].res + nres, res);
+    for (uint32_t k = 0; k < nres; ++k) {
       std::vector<uint32_t>& list = resources_[res[k]].flows;
       const uint32_t at = flows_[id].slot[k];
       const uint32_t moved = list.back();
@@ -373,10 +449,14 @@ class Replay {
       list.pop_back();
       if (moved != id) {
         Flow& m = flows_[moved];
-        m.slot[m.res[0] == res[k] ? 0 : 1] = at;
+        for (uint32_t j = 0; j < m.nres; ++j)
+          if (m.res[j] == res[k]) m.slot[j] = at;
       }
     }
-    for (uint32_t r : res) rerate(r, t);
+    if (model_.links)
+      rerateAll(t);
+    else
+      for (uint32_t k = 0; k < nres; ++k) rerate(res[k], t);
     ++flows_[id].version;  // no stale completion may fire again
     push(t + flows_[id].latency, kArrive, id);
     Connection& c = connections_[steps_[flows_[id].send].connection];
@@ -404,7 +484,7 @@ class Replay {
       fail(weftInternalError,
            "{} {} on {} ranks{}: the schedules stall; rank {} never finishes a {} step (peer {}, "
            "{} bytes, {} dependencies left)",
-           algorithm_.name, collectiveName(shape_.collective), frame_.nranks,
+           name_, collectiveName(shape_.collective), frame_.nranks,
            options_.rendezvous ? " with rendezvous sends" : "", step.rank,
            step.kind == StepKind::Send   ? "send"
            : step.kind == StepKind::Copy ? "copy"
@@ -414,7 +494,8 @@ class Replay {
     fail(weftInternalError, "simulation stalled");
   }
 
-  const Algorithm& algorithm_;
+  const Builder builder_;
+  const char* name_;
   const CollectiveShape& shape_;
   const MachineModel& model_;
   const SimOptions options_;
@@ -426,6 +507,7 @@ class Replay {
   std::vector<Flow> flows_;
   std::vector<uint32_t> freeFlows_;
   std::vector<Resource> resources_;
+  std::vector<double> rates_;  // rerateAll's scratch
   std::vector<Connection> connections_;
   std::vector<double> cpuFree_;
   std::vector<uint32_t> ready_;
@@ -464,6 +546,17 @@ uint64_t pipelineChunks(const Algorithm& a, const CollectiveShape& s) {
   if (!a.usesChunks(s.collective)) return 1;
   const uint64_t parts = pipelineParts(a, s) * channelsOf(s);
   return chunkCount((s.count + parts - 1) / parts, s.elemSize, s.chunkBytes);
+}
+
+SimResult simulateSchedules(const std::function<Schedule(const CollectiveShape&)>& build,
+                            const CollectiveShape& shape, const MachineModel& model,
+                            SimOptions options) {
+  if (shape.nranks != model.nranks)
+    fail(weftInternalError, "simulate: the shape has {} ranks, the machine {}", shape.nranks,
+         model.nranks);
+  Frame frame;
+  frame.nranks = frame.perHost = model.nranks;  // every rank replayed, one host
+  return Replay(build, "schedules", frame, shape, model, options).run();
 }
 
 SimResult simulate(const Algorithm& algorithm, const CollectiveShape& shape,

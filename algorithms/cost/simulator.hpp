@@ -28,6 +28,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "algorithms/algorithm.hpp"
 
@@ -38,6 +40,16 @@ struct LinkParams {
   double bandwidthGBps = 10;  // per direction, 1 GB = 1e9 B
 };
 
+// A machine described link by link (lib/topology builds it from the system picture): a message
+// from rank a to rank b crosses the directed links route[a][b] (at most kMaxRouteLinks), each
+// shared fairly among the flows on it. When a model has one, it replaces the intra and inter
+// bandwidths; every message takes intra.latencyUs.
+inline constexpr int kMaxRouteLinks = 8;
+struct LinkRoutes {
+  std::vector<double> capacityGBps;                      // per link, per direction
+  std::vector<std::vector<std::vector<uint32_t>>> route;  // [from][to]: link indexes
+};
+
 struct MachineModel {
   int nranks = 1;
   int ranksPerHost = 1;
@@ -46,6 +58,7 @@ struct MachineModel {
   double reduceGBps = 0;       // bytes of one operand reduced per second per rank; 0: free
   double copyGBps = 0;         // local copies; 0: free
   uint64_t eagerBytes = 8192;  // larger messages wait for their receive (rendezvous)
+  const LinkRoutes* links = nullptr;  // not owned; null: ranks and hosts as above
 };
 
 // Pipelines longer than this many chunks are replayed at kReplayChunks / 2 and kReplayChunks
@@ -75,5 +88,11 @@ uint64_t pipelineChunks(const Algorithm& algorithm, const CollectiveShape& shape
 // Error (weftInternalError) when the schedules stall (a step never becomes ready).
 SimResult simulate(const Algorithm& algorithm, const CollectiveShape& shape,
                    const MachineModel& model, SimOptions options = {});
+
+// The same for schedules outside the registry (packed trees): `build` makes rank shape.rank's
+// schedule. Every rank and every chunk is replayed (no symmetry, no extrapolation).
+SimResult simulateSchedules(const std::function<Schedule(const CollectiveShape&)>& build,
+                            const CollectiveShape& shape, const MachineModel& model,
+                            SimOptions options = {});
 
 }  // namespace weft

@@ -30,6 +30,12 @@ constexpr std::array kVariables = {
            "the names)"},
     EnvVar{"WEFT_TUNE_FILE", "(built-in defaults)",
            "link and reduction parameters for the cost model, as written by weft-perf --calibrate"},
+    EnvVar{"WEFT_TOPO_FILE", "(this machine)",
+           "describe the host with this hwloc XML file (format 2.0) instead of discovering it"},
+    EnvVar{"WEFT_TOPO_SYNTHETIC", "(this machine)",
+           "describe the host with this hwloc synthetic string (pack:2 numa:1 core:8 pu:1)"},
+    EnvVar{"WEFT_TOPO_DUMP_FILE", "(none)",
+           "rank 0 writes the merged system picture it decided from (JSON) to this file"},
     EnvVar{"WEFT_CHECK", "0",
            "1: before each operation the ranks compare what they were asked (collective, count, "
            "datatype, op, root, sequence number) and fail with weftInvalidUsage naming the "
@@ -125,6 +131,9 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
   if (const char* v = get("WEFT_ALGO"); v && *v) env.algo = v;
   if (const char* v = get("WEFT_TUNE_FILE"); v && *v) env.tuneFile = v;
   if (const char* v = get("WEFT_HOST_ID"); v && *v) env.hostId = v;
+  if (const char* v = get("WEFT_TOPO_FILE"); v && *v) env.topoFile = v;
+  if (const char* v = get("WEFT_TOPO_SYNTHETIC"); v && *v) env.topoSynthetic = v;
+  if (const char* v = get("WEFT_TOPO_DUMP_FILE"); v && *v) env.topoDumpFile = v;
   if (const char* v = get("WEFT_CHECK"); v && *v)
     env.check = parseInteger("WEFT_CHECK", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)

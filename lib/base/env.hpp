@@ -40,6 +40,9 @@ struct Env {
   std::string algo;             // WEFT_ALGO: which algorithms the tuner may choose, per collective
   std::string tuneFile;         // WEFT_TUNE_FILE: link parameters for the cost model
   std::string hostId;           // WEFT_HOST_ID: replaces the host identity (lib/bootstrap/host_id)
+  std::string topoFile;         // WEFT_TOPO_FILE: hwloc XML instead of this machine
+  std::string topoSynthetic;    // WEFT_TOPO_SYNTHETIC: hwloc synthetic string instead
+  std::string topoDumpFile;     // WEFT_TOPO_DUMP_FILE: where rank 0 writes the merged picture
 };
 
 // One row of the table of variables (README.md lists the same rows; a test checks).

@@ -1,6 +1,9 @@
 #include "lib/comm/comm.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <new>
 
@@ -10,6 +13,7 @@
 #include "lib/base/process_watch.hpp"
 #include "lib/bootstrap/bootstrap.hpp"
 #include "lib/bootstrap/unique_id.hpp"
+#include "lib/topology/discover.hpp"
 #include "transports/shm/memory.hpp"
 #include "transports/loopback/loopback.hpp"
 #include "transports/shm/segment.hpp"
@@ -77,6 +81,7 @@ std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank
       Bootstrap::connect(parsed, rank, nranks, deadline, abortFlag.get());
   auto comm = std::make_shared<Comm>(rank, nranks, config, nullptr, std::move(bootstrap),
                                      std::move(abortFlag));
+  comm->discoverTopology(deadline);
   // Ranks that all share this host talk through shared memory; otherwise UCX. (One rank needs
   // no transport at all: its sends to itself are copies.)
   comm->setUpSharedMemory(deadline);
@@ -91,6 +96,67 @@ std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank
             comm->label(), comm->localSize(), nranks, comm->transport().name(),
             comm->shm() ? "shared-memory collectives" : "no shared-memory collectives");
   return comm;
+}
+
+namespace {
+
+// This host's graph, discovered once per process and source (hwloc with I/O objects takes
+// milliseconds; communicators are created often in tests and by split).
+const topology::Graph& hostGraph(const topology::Source& source) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, topology::Graph> cache;
+  std::lock_guard lock(mutex);
+  const auto key = std::make_pair(source.xmlFile, source.synthetic);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, topology::discover(source)).first;
+  return it->second;
+}
+
+}  // namespace
+
+// Every rank describes what it sees; the descriptions travel over the bootstrap and every rank
+// merges the same list, so all decide from one picture. A rank whose discovery failed sends its
+// error instead, so that every rank fails with it rather than some waiting for the others.
+void Comm::discoverTopology(Deadline deadline) {
+  std::vector<uint8_t> mine;
+  try {
+    topology::LocalView view;
+    view.hostId = bootstrap_->rankInfo(rank_).hostId;
+    view.cpu = topology::currentCpu();
+    view.graph = hostGraph(topology::sourceFromEnv());
+    mine = topology::encodeView(view);
+    mine.insert(mine.begin(), 1);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    mine.assign(what.begin(), what.end());
+    mine.insert(mine.begin(), 0);
+  }
+  const std::vector<std::vector<uint8_t>> all = bootstrap_->allGather(mine, deadline);
+  std::vector<topology::LocalView> views;
+  for (int r = 0; r < nranks_; ++r) {
+    const std::vector<uint8_t>& blob = all[r];
+    if (blob.empty() || blob[0] != 1)
+      fail(weftInvalidArgument, "{}: topology discovery failed on rank {}: {}", label_, r,
+           blob.empty() ? std::string("(nothing sent)")
+                        : std::string(blob.begin() + 1, blob.end()));
+    views.push_back(topology::decodeView(std::span(blob).subspan(1), r));
+  }
+  topology_ = topology::mergeViews(views);
+  bool natural = true;
+  for (int i = 0; i < nranks_; ++i) natural = natural && topology_.ring[i] == i;
+  if (!natural) ringOrder_ = topology_.ring;
+  WEFT_INFO(kSubsysTopo, "{}: {} host(s); ring order {}", label_,
+            topology_.graph.count(topology::NodeKind::Host),
+            natural ? std::string("0..n-1") : fmt::format("{}", fmt::join(topology_.ring, " ")));
+  const std::string& dump = env().topoDumpFile;
+  if (rank_ == 0 && !dump.empty()) {
+    std::FILE* f = std::fopen(dump.c_str(), "w");
+    const std::string json = topology::formatPictureJson(topology_);
+    if (!f || std::fwrite(json.data(), 1, json.size(), f) != json.size())
+      WEFT_WARN(kSubsysTopo, "{}: cannot write WEFT_TOPO_DUMP_FILE '{}': {}", label_, dump,
+                std::strerror(errno));
+    if (f) std::fclose(f);
+  }
 }
 
 // Native shared-memory collectives when every rank is on this host. Collective over the

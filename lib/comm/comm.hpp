@@ -25,6 +25,7 @@
 #include "lib/base/error.hpp"
 #include "lib/comm/config.hpp"
 #include "lib/comm/redop.hpp"
+#include "lib/topology/picture.hpp"
 #include "lib/tuner/tuner.hpp"
 #include "transports/shm/spin_budget.hpp"
 #include "transports/transport.hpp"
@@ -126,6 +127,10 @@ class Comm {
   // live on several hosts, before the first operation.
   const std::vector<int>& hostOfRank() const { return hostOfRank_; }
   void setHostOfRank(std::vector<int> hosts) { hostOfRank_ = std::move(hosts); }
+  // The merged system picture (set up by connect(); empty for communicators over a given
+  // transport) and the ring order it gives: empty when that is the ranks' own order.
+  const topology::SystemPicture& topology() const { return topology_; }
+  std::span<const int> ringOrder() const { return ringOrder_; }
 
   // Collective teardown: waits for issued operations, passes a barrier with every rank, closes
   // the transport. Afterwards operations fail with weftInvalidUsage.
@@ -135,6 +140,7 @@ class Comm {
  private:
   void closeTransport(Deadline deadline);
   void setUpSharedMemory(Deadline deadline);
+  void discoverTopology(Deadline deadline);
   void checkLocalPeers();
 
   const int rank_, nranks_;
@@ -171,6 +177,8 @@ class Comm {
   TunerOverrides overrides_;
   int ranksPerHost_ = 1;
   std::vector<int> hostOfRank_;  // empty: one host
+  topology::SystemPicture topology_;
+  std::vector<int> ringOrder_;
   std::unique_ptr<Tuner> tuner_;
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it

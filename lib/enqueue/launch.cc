@@ -245,6 +245,7 @@ Prepared prepare(Task& task) {
       comm.noteChoice(op.collective, choice.algorithm->name);
       shape.chunkBytes = choice.chunkBytes;
       shape.channels = choice.channels;
+      shape.ringOrder = comm.ringOrder();
       schedule = comm.schedules().get(*choice.algorithm, shape);
       if (schedule->maxTag >= (uint32_t{1} << kMessageBits))
         fail(weftInternalError, "{}: {} needs {} messages per peer; the limit is {}",

@@ -1,11 +1,14 @@
 // weft-sim: predicts every algorithm's time for a collective on a machine this host cannot
 // hold, by replaying the schedules the runtime would run (algorithms/cost), and shows what the
-// tuner would pick. Exit status: 0, 1 (a simulation failed), 2 (bad usage).
+// tuner would pick; with --topo, the GPU plan of lib/topology on an hwloc XML host. Exit status: 0, 1 (a simulation failed), 2 (bad usage).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "lib/topology/discover.hpp"
+#include "lib/topology/plan.hpp"
 #include "report.hpp"
 #include "sweep.hpp"
 
@@ -23,6 +26,28 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    if (!options.topoFile.empty()) {
+      using namespace weft::topology;
+      const Graph graph = discover({options.topoFile, ""});
+      const GpuPlan plan = planGpus(graph, gpusByIndex(graph, options.gpus), options.root);
+      if (options.json) {
+        std::fputs((gpuPlanJson(graph, plan) + "\n").c_str(), stdout);
+        return 0;
+      }
+      std::fputs(formatGpuPlan(graph, plan).c_str(), stdout);
+      // The schedules themselves, replayed message by message at the sweep's largest size.
+      const uint64_t bytes = std::max<uint64_t>(options.maxBytes, uint64_t{256} << 20);
+      std::printf("replayed by the cost model at %llu bytes, 1 MiB chunks:\n",
+                  static_cast<unsigned long long>(bytes));
+      for (const CollectivePlan* c : {&plan.broadcast, &plan.reduce, &plan.allreduce, &plan.allgather}) {
+        const Replayed r = replayPlan(graph, plan, *c, bytes, uint64_t{1} << 20);
+        std::printf("  %-9s packed trees %8.2f GB/s (%5.1f%% of the bound)  ring %8.2f GB/s\n",
+                    c == &plan.broadcast ? "broadcast" : c == &plan.reduce ? "reduce"
+                    : c == &plan.allreduce ? "allreduce" : "allgather",
+                    r.packedGBps, 100 * r.packedGBps / c->upperBoundGBps, r.ringGBps);
+      }
+      return 0;
+    }
     const std::vector<SizeResult> results = simulateSweep(options);
     const std::string out =
         options.json ? formatJson(options, results) : formatTable(options, results);

@@ -116,7 +116,11 @@ std::string usage() {
          "  COLLECTIVE: all_reduce, broadcast, reduce, all_gather, reduce_scatter, alltoall,\n"
          "              gather or scatter\n"
          "  Prints, per size, every algorithm's predicted time and bus bandwidth and the one\n"
-         "  the tuner picks (-J: JSON).\n";
+         "  the tuner picks (-J: JSON).\n"
+         "       weft-sim --topo FILE [--gpus I,J,...] [--root R] [-J]\n"
+         "  For the GPUs of an hwloc XML host (default all): broadcast, reduce, allreduce and\n"
+         "  allgather throughput\n"
+         "  of the packed trees and of the best single ring, against the max-flow bound.\n";
 }
 
 Options parseOptions(const std::vector<std::string>& args) {
@@ -165,6 +169,17 @@ Options parseOptions(const std::vector<std::string>& args) {
       const auto type = parseDatatype(v);
       if (!type) throw UsageError(fmt::format("{} '{}': unknown datatype", a, v));
       o.datatype = *type;
+    } else if (a == "--topo") {
+      o.topoFile = value();
+    } else if (a == "--gpus") {
+      const std::string& v = value();
+      for (size_t begin = 0; begin <= v.size();) {
+        const size_t end = std::min(v.find(',', begin), v.size());
+        o.gpus.push_back(parseCount(a, v.substr(begin, end - begin), 0, 1023));
+        begin = end + 1;
+      }
+    } else if (a == "--root") {
+      o.root = parseCount(a, value(), 0, 1023);
     } else if (a == "-J" || a == "--json") {
       o.json = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -177,7 +192,7 @@ Options parseOptions(const std::vector<std::string>& args) {
       haveCollective = true;
     }
   }
-  if (o.help) return o;
+  if (o.help || !o.topoFile.empty()) return o;
   if (!haveCollective) throw UsageError("no collective given");
   if (o.ranksPerHost == 0 || o.ranksPerHost > o.ranks) o.ranksPerHost = o.ranks;
   if (o.maxBytes < o.minBytes)

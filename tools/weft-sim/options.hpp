@@ -33,6 +33,11 @@ struct Options {
   bool json = false;
   bool help = false;
   bool intraSet = false, interSet = false;
+  // --topo FILE: instead of a sweep, the GPU plan on an hwloc XML host (lib/topology/plan.hpp):
+  // packed trees and best ring for broadcast and allreduce, against the max-flow bound.
+  std::string topoFile;
+  std::vector<int> gpus;  // --gpus 0,1,4: cudaN indexes (default: every GPU)
+  int root = 0;           // --root: broadcast root rank
 };
 
 Options parseOptions(const std::vector<std::string>& args);

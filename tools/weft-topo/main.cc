@@ -1,7 +1,11 @@
-// weft-topo: what weft knows about where it runs. `--algorithms` lists the algorithm registry;
+// weft-topo: what weft knows about where it runs. Without a mode, the system picture: the
+// discovered graph (this machine, WEFT_TOPO_FILE, or --xml FILE), where each rank sits, the
+// ring order and, for GPUs, the packed trees and best ring with their predicted throughput
+// against the max-flow upper bound (system.hpp). `--algorithms` lists the algorithm registry;
 // `--tuning` prints the tuner's decision per collective and size range for a communicator: the
 // job's under weftrun (or any launcher weftCommInitFromEnv reads), else -t N threads of this
 // process (weftCommInitAll). Exit status: 0, 1 (a weft call failed), 2 (bad usage).
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -12,17 +16,29 @@
 #include "include/weft.h"
 #include "lib/api/handles.hpp"
 #include "lib/comm/comm.hpp"
+#include "lib/base/error.hpp"
 #include "listing.hpp"
+#include "system.hpp"
 
 namespace {
 
 const char* kUsage =
-    "usage: weft-topo --algorithms\n"
+    "usage: weft-topo [--xml FILE | --synthetic DESC] [--gpus I,J,...] [--root R]\n"
+    "                 [--ranks N [--map-by core|package]] [--json]\n"
+    "       weft-topo --algorithms\n"
     "       weft-topo --tuning [-t THREADS] [-e MAXBYTES_POWER_OF_TWO_EXPONENT]\n"
     "  --algorithms  list the algorithm registry (names for WEFT_ALGO)\n"
     "  --tuning      the tuner's choice per collective and size range for this job's\n"
     "                communicator (under weftrun) or THREADS ranks of this process (default 2);\n"
-    "                sizes up to 2^E bytes (default 30)\n";
+    "                sizes up to 2^E bytes (default 30)\n"
+    "  (no mode)     the system picture: graph with bandwidths, rank places, ring order and\n"
+    "                crossings; with GPUs the packed trees, the best ring and the upper bound\n"
+    "  --xml FILE    read the host from an hwloc XML file (default: WEFT_TOPO_FILE, else this\n"
+    "                machine); --synthetic DESC from an hwloc synthetic description\n"
+    "  --gpus LIST   the ranks' GPUs by cudaN index (default: all of the host's)\n"
+    "  --root R      broadcast root rank (default 0)\n"
+    "  --ranks N     N CPU ranks instead of GPU ranks, placed --map-by core (default) or package\n"
+    "  --json        JSON instead of text\n";
 
 int usage(const std::string& why) {
   std::fprintf(stderr, "weft-topo: %s\n%s", why.c_str(), kUsage);
@@ -81,12 +97,26 @@ int tuning(int threads, int maxExponent) {
   return status;
 }
 
+bool parseList(const std::string& text, std::vector<int>& out) {
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    int v = 0;
+    if (!parseInt(text.substr(begin, end - begin), 0, 1023, v)) return false;
+    out.push_back(v);
+    begin = end + 1;
+  }
+  return !out.empty();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   bool algorithms = false, tune = false;
   int threads = 2, maxExponent = 30;
+  weft::topo::SystemOptions system;
+  system.source = weft::topology::sourceFromEnv();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -103,11 +133,38 @@ int main(int argc, char** argv) {
         return usage("-t '" + v + "': expected a thread count in [1, 256]");
       if (a == "-e" && !parseInt(v, 0, 40, maxExponent))
         return usage("-e '" + v + "': expected an exponent in [0, 40]");
+    } else if (a == "--json") {
+      system.json = true;
+    } else if (a == "--xml" || a == "--synthetic" || a == "--gpus" || a == "--root" ||
+               a == "--ranks" || a == "--map-by") {
+      if (i + 1 >= args.size()) return usage(a + " needs a value");
+      const std::string& v = args[++i];
+      if (a == "--xml") system.source = {v, ""};
+      if (a == "--synthetic") system.source = {"", v};
+      if (a == "--gpus" && !parseList(v, system.gpus))
+        return usage("--gpus '" + v + "': expected cudaN indexes such as 0,1,4");
+      if (a == "--root" && !parseInt(v, 0, 1023, system.root))
+        return usage("--root '" + v + "': expected a rank");
+      if (a == "--ranks" && !parseInt(v, 1, 4096, system.ranks))
+        return usage("--ranks '" + v + "': expected a rank count in [1, 4096]");
+      if (a == "--map-by") {
+        if (v != "core" && v != "package") return usage("--map-by '" + v + "': core or package");
+        system.mapBy = v == "core" ? weft::topology::MapBy::Core : weft::topology::MapBy::Package;
+      }
     } else {
       return usage("unknown argument '" + a + "'");
     }
   }
-  if (algorithms == tune) return usage("give one of --algorithms or --tuning");
+  if (algorithms && tune) return usage("give one of --algorithms or --tuning");
+  if (!algorithms && !tune) {
+    try {
+      std::fputs(weft::topo::describeSystem(system).c_str(), stdout);
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weft-topo: %s\n", e.what());
+      return 1;
+    }
+  }
   if (algorithms) {
     std::fputs(weft::topo::formatAlgorithms().c_str(), stdout);
     return 0;

@@ -139,3 +139,42 @@ TEST_CASE("no schedule stalls when every send waits for its receive (rendezvous)
           }
     }
 }
+
+TEST_CASE("on a machine given link by link, flows take their routes and share links max-min fairly") {
+  // Rank 0 sends 1 GB and rank 1 sends 3 GB to rank 2. Link 0 (rank 0's uplink, 5 GB/s) and
+  // link 1 (rank 1's, 40 GB/s) lead into link 2 (20 GB/s) and on to rank 2. Max-min: rank 0's
+  // flow is held to 5 by its uplink, rank 1's takes the other 15 of link 2; both finish at
+  // 0.2 s (1 GB at 5, 3 GB at 15). (Equal shares of link 2 would leave 5 GB/s unused and take
+  // 0.25 s.)
+  LinkRoutes links;
+  links.capacityGBps = {5, 40, 20};
+  links.route.assign(3, std::vector<std::vector<uint32_t>>(3));
+  links.route[0][2] = {0, 2};
+  links.route[1][2] = {1, 2};
+  MachineModel model;
+  model.nranks = model.ranksPerHost = 3;
+  model.intra = {0, 0};
+  model.links = &links;
+  const uint64_t gb = 1000000000;
+  CollectiveShape shape;
+  shape.nranks = 3;
+  const SimResult r = simulateSchedules(
+      [&](const CollectiveShape& s) {
+        if (s.rank < 2) return buildSend(2, s.rank == 0 ? gb : 3 * gb);
+        ScheduleBuilder b;
+        b.recv(0, {BufferId::Recv, 0}, gb);
+        b.recv(1, {BufferId::Recv, gb}, 3 * gb);
+        return std::move(b).finish();
+      },
+      shape, model);
+  CHECK(r.seconds == Approx(0.2).epsilon(1e-6));
+  // Alone, rank 1's flow is held by link 2: 3 GB at 20 GB/s.
+  const SimResult alone = simulateSchedules(
+      [&](const CollectiveShape& s) {
+        if (s.rank == 1) return buildSend(2, 3 * gb);
+        if (s.rank == 2) return buildRecv(1, 3 * gb);
+        return ScheduleBuilder().finish();
+      },
+      shape, model);
+  CHECK(alone.seconds == Approx(0.15).epsilon(1e-6));
+}
