@@ -23,14 +23,18 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for target in fuzz_wire fuzz_unique_id fuzz_env fuzz_bootstrap fuzz_transport fuzz_tuning; do
+for target in fuzz_wire fuzz_unique_id fuzz_env fuzz_bootstrap fuzz_transport fuzz_tuning \
+    fuzz_topology; do
   target_runs=$runs
+  max_len=4096
   # The stateful target opens a connection per input: fewer runs.
   [[ $target == fuzz_bootstrap ]] && target_runs=$((runs / 10))
+  # hwloc parses a whole XML file per input (the fixtures are up to 30 KB): fewer, longer runs.
+  [[ $target == fuzz_topology ]] && target_runs=$((runs / 10)) && max_len=32768
   echo "fuzz: $target, $target_runs runs"
   rm -rf "${work:?}"/*
   # A fixed seed: the same inputs every run, so a CI run is reproducible.
-  "$build"/bin/$target -seed=1 -runs="$target_runs" -timeout=10 -max_len=4096 -print_final_stats=1 \
+  "$build"/bin/$target -seed=1 -runs="$target_runs" -timeout=10 -max_len="$max_len" -print_final_stats=1 \
     "$work" "tests/fuzz/corpus/$target" 2>&1 | tail -n 4
 done
 echo "fuzz: every target ran clean"

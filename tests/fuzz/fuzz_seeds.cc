@@ -10,6 +10,8 @@
 #include "lib/bootstrap/handshake.hpp"
 #include "lib/bootstrap/root_protocol.hpp"
 #include "lib/bootstrap/unique_id.hpp"
+#include "lib/topology/discover.hpp"
+#include "lib/topology/picture.hpp"
 #include "transports/shm/mailbox.hpp"
 #include "transports/ucx/peer_info.hpp"
 
@@ -78,6 +80,24 @@ int main(int argc, char** argv) {
   std::memcpy(ring.data() + 9, &eager, sizeof eager);
   std::memcpy(ring.data() + 9 + 64, &large, sizeof large);
   write(root / "fuzz_transport", "records", ring);
+  // fuzz_topology: a peer's view ('V' + encoding) of a synthetic two-package host, and every
+  // hwloc XML fixture ('X' + the file).
+  topology::LocalView view;
+  view.hostId = "boot-id:ipc-ns";
+  view.cpu = 3;
+  view.graph = topology::discover({"", "pack:2 numa:1 core:2 pu:1"});
+  std::vector<uint8_t> viewSeed{'V'};
+  const std::vector<uint8_t> viewBytes = topology::encodeView(view);
+  viewSeed.insert(viewSeed.end(), viewBytes.begin(), viewBytes.end());
+  write(root / "fuzz_topology", "view", viewSeed);
+  const std::filesystem::path fixtures = root / ".." / ".." / "fixtures";
+  for (const auto& entry : std::filesystem::directory_iterator(fixtures)) {
+    if (entry.path().extension() != ".xml") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::vector<uint8_t> xml{'X'};
+    xml.insert(xml.end(), std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    write(root / "fuzz_topology", entry.path().stem().string(), xml);
+  }
   std::printf("seeds written to %s\n", argv[1]);
   return 0;
 }
