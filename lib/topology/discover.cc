@@ -2,7 +2,9 @@
 
 #include <hwloc.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include <map>
 #include <memory>
 
+#include "lib/base/deadline.hpp"
 #include "lib/base/env.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/log.hpp"
@@ -33,31 +36,78 @@ struct TopologyDeleter {
 };
 using Topology = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
-Topology load(const Source& source) {
-  hwloc_topology_t raw = nullptr;
-  if (hwloc_topology_init(&raw) != 0) fail(weftSystemError, "hwloc_topology_init failed");
-  Topology topo(raw);
+// Hands the source to hwloc and loads it; false when hwloc rejects it. Shared by the trial in a
+// child and the real load.
+bool hwlocLoad(hwloc_topology_t raw, const Source& source) {
   // Without this hwloc drops bridges, PCI devices and OS devices, even from XML.
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
   if (!source.xmlFile.empty()) {
-    struct stat st;
-    if (stat(source.xmlFile.c_str(), &st) != 0)
-      fail(weftInvalidArgument, "{}: cannot read it: {}", describe(source), std::strerror(errno));
-    if (hwloc_topology_set_xml(raw, source.xmlFile.c_str()) != 0)
-      fail(weftInvalidArgument, "{}: hwloc rejected it (expected hwloc XML, format 2.0): {}",
-           describe(source), std::strerror(errno));
+    if (hwloc_topology_set_xml(raw, source.xmlFile.c_str()) != 0) return false;
   } else if (!source.synthetic.empty()) {
-    if (hwloc_topology_set_synthetic(raw, source.synthetic.c_str()) != 0)
+    if (hwloc_topology_set_synthetic(raw, source.synthetic.c_str()) != 0) return false;
+  }
+  return hwloc_topology_load(raw) == 0;
+}
+
+// hwloc 2.9 trusts its input: some malformed XML files crash its importer (fuzz_topology found
+// a SEGV in hwloc_bitmap_set under hwloc_insert_object_by_parent). A description given by the
+// user is therefore loaded once in a child process first; only one the child survives is
+// loaded here, so a bad file is an error, never a crash of the job.
+void trialLoadInChild(const Source& source) {
+  const pid_t child = fork();
+  if (child < 0) fail(weftSystemError, "{}: fork for a trial load: {}", describe(source),
+                      std::strerror(errno));
+  if (child == 0) {
+    hwloc_topology_t raw = nullptr;
+    _exit(hwloc_topology_init(&raw) == 0 && hwlocLoad(raw, source) ? 0 : 1);
+  }
+  int status = 0;
+  const Deadline deadline = Deadline::afterMs(30 * 1000);
+  for (;;) {
+    const pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR)
+      fail(weftSystemError, "{}: waiting for the trial load: {}", describe(source),
+           std::strerror(errno));
+    if (deadline.expired()) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      fail(weftInvalidArgument, "{}: hwloc did not finish loading it within 30 s",
+           describe(source));
+    }
+    usleep(1000);
+  }
+  if (WIFSIGNALED(status))
+    fail(weftInvalidArgument,
+         "{}: hwloc crashed loading it (signal {} in a trial process): the description is "
+         "malformed (expected hwloc XML, format 2.0, or a synthetic description)",
+         describe(source), WTERMSIG(status));
+}
+
+Topology load(const Source& source) {
+  if (!source.xmlFile.empty() || !source.synthetic.empty()) {
+    if (!source.xmlFile.empty()) {
+      struct stat st;
+      if (stat(source.xmlFile.c_str(), &st) != 0)
+        fail(weftInvalidArgument, "{}: cannot read it: {}", describe(source),
+             std::strerror(errno));
+    }
+    trialLoadInChild(source);
+  }
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) fail(weftSystemError, "hwloc_topology_init failed");
+  Topology topo(raw);
+  if (!hwlocLoad(raw, source)) {
+    if (!source.synthetic.empty() && source.xmlFile.empty())
       fail(weftInvalidArgument,
            "{}: hwloc rejected it (expected a synthetic description such as "
            "'pack:2 numa:1 core:8 pu:1')",
            describe(source));
-  }
-  if (hwloc_topology_load(raw) != 0)
     fail(weftInvalidArgument,
          "{}: hwloc could not load it (expected hwloc XML, format 2.0, with every object's "
          "cpuset, complete_cpuset, nodeset and complete_nodeset): {}",
          describe(source), std::strerror(errno));
+  }
   return topo;
 }
 

@@ -149,6 +149,11 @@ TEST_CASE(
     CHECK_THAT(what, Catch::Contains("broken-truncated.xml"));
     CHECK_THAT(what, Catch::Contains("format 2.0"));
   }
+  SECTION("a file that crashes hwloc's own importer (hwloc-ls segfaults on it)") {
+    const std::string what = errorOf({fixturePath("hwloc-crash.xml"), ""});
+    CHECK_THAT(what, Catch::Contains("hwloc-crash.xml"));
+    CHECK_THAT(what, Catch::Contains("crashed"));
+  }
   SECTION("a file that does not exist") {
     const std::string what = errorOf({"/nonexistent/topo.xml", ""});
     CHECK_THAT(what, Catch::Contains("/nonexistent/topo.xml"));
