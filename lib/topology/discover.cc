@@ -51,15 +51,21 @@ bool hwlocLoad(hwloc_topology_t raw, const Source& source) {
 
 // hwloc 2.9 trusts its input: some malformed XML files crash its importer (fuzz_topology found
 // a SEGV in hwloc_bitmap_set under hwloc_insert_object_by_parent). A description given by the
-// user is therefore loaded once in a child process first; only one the child survives is
-// loaded here, so a bad file is an error, never a crash of the job.
-void trialLoadInChild(const Source& source) {
+// user is therefore loaded once in a child process first; only one the child loads is loaded
+// here, so a bad file is an error, never a crash of the job. Returns false when hwloc rejected
+// it (as it would here).
+constexpr int kTrialLoaded = 0, kTrialRejected = 3;
+
+bool trialLoadInChild(const Source& source) {
   const pid_t child = fork();
   if (child < 0) fail(weftSystemError, "{}: fork for a trial load: {}", describe(source),
                       std::strerror(errno));
   if (child == 0) {
+    // A crash ends the child quietly: no crash report from handlers the process installed.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) signal(sig, SIG_DFL);
     hwloc_topology_t raw = nullptr;
-    _exit(hwloc_topology_init(&raw) == 0 && hwlocLoad(raw, source) ? 0 : 1);
+    _exit(hwloc_topology_init(&raw) == 0 && hwlocLoad(raw, source) ? kTrialLoaded
+                                                                   : kTrialRejected);
   }
   int status = 0;
   const Deadline deadline = Deadline::afterMs(30 * 1000);
@@ -77,11 +83,27 @@ void trialLoadInChild(const Source& source) {
     }
     usleep(1000);
   }
-  if (WIFSIGNALED(status))
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kTrialLoaded) return true;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kTrialRejected) return false;
+  // A signal, or a crash handler's exit code (sanitizers, fuzzers): hwloc crashed.
+  fail(weftInvalidArgument,
+       "{}: hwloc crashed loading it (trial process {} {}): the description is malformed "
+       "(expected hwloc XML, format 2.0, or a synthetic description)",
+       describe(source), WIFSIGNALED(status) ? "killed by signal" : "exited with",
+       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
+// Why hwloc rejects a description.
+[[noreturn]] void rejected(const Source& source) {
+  if (!source.synthetic.empty() && source.xmlFile.empty())
     fail(weftInvalidArgument,
-         "{}: hwloc crashed loading it (signal {} in a trial process): the description is "
-         "malformed (expected hwloc XML, format 2.0, or a synthetic description)",
-         describe(source), WTERMSIG(status));
+         "{}: hwloc rejected it (expected a synthetic description such as "
+         "'pack:2 numa:1 core:8 pu:1')",
+         describe(source));
+  fail(weftInvalidArgument,
+       "{}: hwloc could not load it (expected hwloc XML, format 2.0, with every object's "
+       "cpuset, complete_cpuset, nodeset and complete_nodeset)",
+       describe(source));
 }
 
 Topology load(const Source& source) {
@@ -92,22 +114,12 @@ Topology load(const Source& source) {
         fail(weftInvalidArgument, "{}: cannot read it: {}", describe(source),
              std::strerror(errno));
     }
-    trialLoadInChild(source);
+    if (!trialLoadInChild(source)) rejected(source);
   }
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) fail(weftSystemError, "hwloc_topology_init failed");
   Topology topo(raw);
-  if (!hwlocLoad(raw, source)) {
-    if (!source.synthetic.empty() && source.xmlFile.empty())
-      fail(weftInvalidArgument,
-           "{}: hwloc rejected it (expected a synthetic description such as "
-           "'pack:2 numa:1 core:8 pu:1')",
-           describe(source));
-    fail(weftInvalidArgument,
-         "{}: hwloc could not load it (expected hwloc XML, format 2.0, with every object's "
-         "cpuset, complete_cpuset, nodeset and complete_nodeset): {}",
-         describe(source), std::strerror(errno));
-  }
+  if (!hwlocLoad(raw, source)) rejected(source);
   return topo;
 }
 
