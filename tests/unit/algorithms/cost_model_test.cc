@@ -140,7 +140,8 @@ TEST_CASE("no schedule stalls when every send waits for its receive (rendezvous)
     }
 }
 
-TEST_CASE("a per-message cost adds o to each step: ring 2(p-1)(a+o), recursive doubling lg p (a+o)") {
+TEST_CASE(
+    "a per-message cost adds o to each step: ring 2(p-1)(a+o), recursive doubling lg p (a+o)") {
   constexpr double kOverhead = 7e-6;  // seconds of sender CPU per message
   for (int p : {2, 3, 4, 8, 16, 64}) {
     MachineModel m = flat(p);
