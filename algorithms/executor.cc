@@ -197,6 +197,9 @@ void Execution::failWith(weftResult_t result, const std::string& why) {
   throw Error(result, why);
 }
 
+// The longest one sleep in the transport lasts: how late an abort or a deadline can be seen.
+constexpr int64_t kMaxSleepUs = 1000;
+
 void runToCompletion(std::span<Execution* const> executions) {
   Backoff backoff;
   for (;;) {
@@ -207,10 +210,17 @@ void runToCompletion(std::span<Execution* const> executions) {
       moved |= p == Execution::Progress::Moved;
     }
     if (allDone) return;
-    if (moved)
+    if (moved) {
       backoff.reset();
-    else
-      backoff.idle();
+      continue;
+    }
+    // After a short spin, one execution (the usual case) sleeps on its transport until data
+    // arrives; bounded so that deadlines, aborts and lost peers are still noticed. Several
+    // executions may sit on different transports and fall back to yielding and napping.
+    if (!backoff.spinning() && executions.size() == 1 &&
+        executions.front()->waitForActivity(kMaxSleepUs))
+      continue;
+    backoff.idle();
   }
 }
 

@@ -56,6 +56,8 @@ class Execution {
   // abort, after withdrawing everything it had posted.
   Progress advance();
   bool done() const { return completed_ == total_; }
+  // Sleeps until the transport has news or maxUs passes (Transport::waitForActivity).
+  bool waitForActivity(int64_t maxUs) { return transport_.waitForActivity(maxUs); }
 
  private:
   struct Location {

@@ -49,6 +49,17 @@ class Transport {
   // Advances outstanding requests. Returns true when anything completed or moved.
   virtual bool progress() = 0;
 
+  // Sleeps in the kernel until this transport may have something to do (a message arrived, a
+  // connection event) or maxUs microseconds pass; the caller then calls progress() again.
+  // Returns false at once, without waiting, when the transport cannot wait that way (the caller
+  // yields or naps instead). An executor that made no progress calls it so that ranks that
+  // outnumber the cores sleep until their data arrives and the kernel wakes them, instead of
+  // spinning or yielding and taking turns on the core with the rank that has work to do.
+  virtual bool waitForActivity(int64_t maxUs) {
+    (void)maxUs;
+    return false;
+  }
+
   // Withdraws a request that has not finished (after an error, a timeout or an abort) so that
   // its buffer may be reused. On return the request is finished and the transport no longer
   // touches it or its buffer.

@@ -101,7 +101,7 @@ struct Event {
   uint32_t version;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
-enum : uint32_t { kFlowDone, kArrive, kComputed };
+enum : uint32_t { kFlowDone, kArrive, kComputed, kPosted };
 
 class Replay {
  public:
@@ -136,6 +136,7 @@ class Replay {
           break;
         case kArrive: arrive(ev.id, ev.t); break;
         case kComputed: complete(ev.id, ev.t); break;
+        case kPosted: startFlow(ev.id, ev.t); break;
       }
       drain(ev.t);
     }
@@ -263,14 +264,14 @@ class Replay {
           steps_[step.recv].pendingSend = s;
           return;
         }
-        return startFlow(s, t);
+        return post(s, t);
       case StepKind::Recv:
       case StepKind::RecvReduce:
         step.readyAt = t;
         if (step.pendingSend != kNone) {
           const uint32_t send = step.pendingSend;
           step.pendingSend = kNone;
-          startFlow(send, t);
+          post(send, t);
         }
         if (step.arrivedAt != kNever) received(s, t);
         return;
@@ -282,6 +283,17 @@ class Replay {
   void received(uint32_t s, double t) {
     if (steps_[s].kind == StepKind::Recv) return complete(s, t);
     compute(s, t, steps_[s].bytes * reduceCost_);
+  }
+
+  // The sender's CPU spends the link's per-message cost, then the flow starts.
+  void post(uint32_t s, double t) {
+    const SimStep& step = steps_[s];
+    const bool local = frame_.host(static_cast<int>(step.rank)) == frame_.host(step.peer);
+    const double seconds = (local ? model_.intra : model_.inter).messageUs * 1e-6;
+    if (seconds <= 0) return startFlow(s, t);
+    double& cpu = cpuFree_[step.rank];
+    cpu = std::max(cpu, t) + seconds;
+    push(cpu, kPosted, s);
   }
 
   void startFlow(uint32_t s, double t) {

@@ -4,6 +4,7 @@
 //     the matching receive is posted, as rendezvous protocols do); the flow shares bandwidth with
 //     every other flow on the links it crosses (each flow gets the smallest fair share, capacity /
 //     flows, of its links), and arrives `latency` after its last byte left;
+//   - before its flow starts, a send occupies its rank's CPU for the link's messageUs;
 //   - a receive completes at max(posted, arrived); receive-reduce, reduce and copy steps then
 //     occupy the rank's CPU (one at a time, in order) for bytes / rate;
 //   - the operation takes as long as its last step.
@@ -38,6 +39,10 @@ namespace weft {
 struct LinkParams {
   double latencyUs = 1;
   double bandwidthGBps = 10;  // per direction, 1 GB = 1e9 B
+  // The sending rank's CPU time per message on this link (posting it, the transport's protocol
+  // work and system calls), one message at a time in order with its reductions and copies.
+  // Latency overlaps with everything else and cannot make small chunks expensive; this does.
+  double messageUs = 0;
 };
 
 // A machine described link by link (lib/topology builds it from the system picture): a message

@@ -78,13 +78,16 @@ MachineParams parseTuneFile(std::string_view text, const std::string& name) {
       sawVersion = true;
       continue;
     }
-    if (value <= 0) bad(fmt::format("{} must be positive", key));
+    const bool mayBeZero = std::string_view(key).ends_with(".message_us");
+    if (value < 0 || (value == 0 && !mayBeZero))
+      bad(fmt::format("{} must be positive", key));
     double* field = nullptr;
     for (LinkClass c : {LinkClass::Shm, LinkClass::Ucx, LinkClass::Net}) {
       LinkParams& link = c == LinkClass::Shm ? p.shm : c == LinkClass::Ucx ? p.ucx : p.net;
       const std::string prefix = std::string(linkClassName(c)) + ".";
       if (key == prefix + "latency_us") field = &link.latencyUs;
       if (key == prefix + "bandwidth_gbps") field = &link.bandwidthGBps;
+      if (key == prefix + "message_us") field = &link.messageUs;
     }
     if (key == "reduce_gbps") field = &p.reduceGBps;
     if (key == "copy_gbps") field = &p.copyGBps;
@@ -114,8 +117,8 @@ std::string formatTuneFile(const MachineParams& p) {
   std::string out = "# weft tuning file (algorithms/cost/tune_file.hpp)\nversion = 1\n";
   for (LinkClass c : {LinkClass::Shm, LinkClass::Ucx, LinkClass::Net}) {
     const LinkParams& l = p.link(c);
-    out += fmt::format("{0}.latency_us = {1}\n{0}.bandwidth_gbps = {2}\n", linkClassName(c),
-                       l.latencyUs, l.bandwidthGBps);
+    out += fmt::format("{0}.latency_us = {1}\n{0}.bandwidth_gbps = {2}\n{0}.message_us = {3}\n",
+                       linkClassName(c), l.latencyUs, l.bandwidthGBps, l.messageUs);
   }
   out += fmt::format("reduce_gbps = {}\n", p.reduceGBps);
   for (size_t t = 0; t < p.reduceGBpsByType.size(); ++t)

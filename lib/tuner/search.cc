@@ -13,7 +13,7 @@ uint64_t tagSafeChunk(uint64_t chunkBytes, uint64_t bytes) {
 std::vector<uint64_t> chunkCandidates(const Algorithm& a, const CollectiveShape& shape) {
   if (!a.usesChunks(shape.collective)) return {shape.chunkBytes};
   std::vector<uint64_t> out;
-  for (uint64_t chunk = uint64_t{16} << 10; chunk <= uint64_t{16} << 20; chunk *= 4) {
+  for (uint64_t chunk = uint64_t{16} << 10; chunk <= uint64_t{16} << 20; chunk *= 2) {
     CollectiveShape s = shape;
     s.chunkBytes = chunk;
     out.push_back(chunk);
@@ -46,12 +46,14 @@ std::vector<Candidate> priceAlgorithms(const SearchRequest& r) {
     Candidate best;
     best.algorithm = a;
     best.seconds = -1;
-    // A pipeline's time falls with the chunk size while per-chunk latency is hidden and rises
-    // once the fill dominates: the search walks up the chunk sizes and stops at the first that
-    // is slower than the one before (what keeps 4096-rank trees affordable in weft-sim).
-    double previous = -1;
+    // A pipeline's time falls with the chunk size while per-message costs dominate and rises
+    // once the fill does: the search walks up the chunk sizes and stops after two in a row that
+    // are slower than the best so far (what keeps 4096-rank trees affordable in weft-sim; one
+    // alone can be a ripple of how the chunks divide the blocks).
+    int slower = 0;
     for (uint64_t chunk : chunks) {
       double here = -1;
+      const double bestBefore = best.seconds;
       for (int ch : channels) {
         shape.chunkBytes = tagSafeChunk(chunk, bytes);
         shape.channels = ch;
@@ -63,8 +65,8 @@ std::vector<Candidate> priceAlgorithms(const SearchRequest& r) {
           best.channels = ch;
         }
       }
-      if (previous >= 0 && here > previous) break;
-      previous = here;
+      slower = bestBefore >= 0 && here > bestBefore ? slower + 1 : 0;
+      if (slower == 2) break;
     }
     out.push_back(best);
   }

@@ -28,9 +28,9 @@ struct SearchRequest {
   uint64_t chunkBytes = 0;                   // fixed chunk size; 0: searched
 };
 
-// The chunk sizes tried for chunked schedules: powers of four from 16 KiB to 16 MiB, the ones
+// The chunk sizes tried for chunked schedules: powers of two from 16 KiB to 16 MiB, the ones
 // that leave at least two chunks in the longest pipeline, plus the smallest that leaves one.
-// priceAlgorithms walks them upward and stops at the first one slower than its predecessor.
+// priceAlgorithms walks them upward and stops after two in a row slower than the best so far.
 std::vector<uint64_t> chunkCandidates(const Algorithm& algorithm, const CollectiveShape& shape);
 
 // One entry per allowed algorithm (its best configuration), in the order given. Ties keep the

@@ -60,7 +60,9 @@ LinkParams parseLink(const std::string& flag, const std::string& text) {
   LinkParams link;
   bool lat = false, bw = false;
   std::string_view rest = text;
-  const std::string expected = "'lat=<time>,bw=<rate>' such as 'lat=1us,bw=200GB/s'";
+  const std::string expected =
+      "'lat=<time>,bw=<rate>[,msg=<time>]' such as 'lat=1us,bw=200GB/s' or "
+      "'lat=5us,bw=25GB/s,msg=5us'";
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
@@ -71,8 +73,8 @@ LinkParams parseLink(const std::string& flag, const std::string& text) {
           fmt::format("{} '{}': '{}' is not key=value; expected {}", flag, text, item, expected));
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     const auto [number, unit] = numberAndUnit(value);
-    if (key == "lat") {
-      const double v = parseNumber(flag, number, "a latency such as 1us");
+    if (key == "lat" || key == "msg") {
+      const double v = parseNumber(flag, number, "a time such as 1us");
       const double us = unit == "ns"   ? v / 1000
                         : unit == "us" ? v
                         : unit == "ms" ? v * 1000
@@ -80,7 +82,12 @@ LinkParams parseLink(const std::string& flag, const std::string& text) {
                                        : -1;
       if (us < 0)
         throw UsageError(
-            fmt::format("{} '{}': latency unit '{}' (expected ns, us, ms or s)", flag, text, unit));
+            fmt::format("{} '{}': {} unit '{}' (expected ns, us, ms or s)", flag, text,
+                        key == "lat" ? "latency" : "message time", unit));
+      if (key == "msg") {
+        link.messageUs = us;
+        continue;
+      }
       link.latencyUs = us;
       lat = true;
     } else if (key == "bw") {
@@ -110,7 +117,7 @@ LinkParams parseLink(const std::string& flag, const std::string& text) {
 
 std::string usage() {
   return "usage: weft-sim [--ranks N] [--ranks-per-host N] [--intra 'lat=1us,bw=200GB/s']\n"
-         "                [--inter 'lat=5us,bw=25GB/s'] [--reduce GB/s] [--copy GB/s]\n"
+         "                [--inter 'lat=5us,bw=25GB/s,msg=5us'] [--reduce GB/s] [--copy GB/s]\n"
          "                [--tune-file FILE] [--algo WEFT_ALGO] [-b MIN] [-e MAX] [-f FACTOR]\n"
          "                [-d TYPE] [-J] COLLECTIVE\n"
          "  COLLECTIVE: all_reduce, broadcast, reduce, all_gather, reduce_scatter, alltoall,\n"

@@ -21,7 +21,7 @@ struct Options {
   int ranks = 8;
   int ranksPerHost = 0;  // 0: every rank on one host
   LinkParams intra{1, 200};
-  LinkParams inter{5, 25};
+  LinkParams inter{5, 25, 5};  // msg: one latency of sender CPU, as the tuner's default
   double reduceGBps = 0;  // 0: the tuning file's (or built-in) value
   double copyGBps = 0;
   std::string tuneFile;  // --tune-file: link and per-byte costs from a calibration

@@ -23,7 +23,7 @@ std::string formatTime(double us) {
 }
 
 std::string linkText(const LinkParams& l) {
-  return fmt::format("lat={}us,bw={}GB/s", l.latencyUs, l.bandwidthGBps);
+  return fmt::format("lat={}us,bw={}GB/s,msg={}us", l.latencyUs, l.bandwidthGBps, l.messageUs);
 }
 
 const char* redopText(const Options& o) {
@@ -108,10 +108,11 @@ std::string formatJson(const Options& o, const std::vector<SizeResult>& results)
   s += fmt::format("  \"collective\": {},\n", jsonString(collectiveName(o.collective)));
   s += fmt::format(
       "  \"machine\": {{\"nranks\": {}, \"ranks_per_host\": {}, \"intra\": {{\"latency_us\": {}, "
-      "\"bandwidth_gbps\": {}}}, \"inter\": {{\"latency_us\": {}, \"bandwidth_gbps\": {}}}, "
-      "\"reduce_gbps\": {}, \"copy_gbps\": {}}},\n",
-      o.ranks, o.ranksPerHost, m.ucx.latencyUs, m.ucx.bandwidthGBps, m.net.latencyUs,
-      m.net.bandwidthGBps, m.reduceRate(o.datatype), m.copyGBps);
+      "\"bandwidth_gbps\": {}, \"message_us\": {}}}, \"inter\": {{\"latency_us\": {}, "
+      "\"bandwidth_gbps\": {}, \"message_us\": {}}}, \"reduce_gbps\": {}, \"copy_gbps\": {}}},\n",
+      o.ranks, o.ranksPerHost, m.ucx.latencyUs, m.ucx.bandwidthGBps, m.ucx.messageUs,
+      m.net.latencyUs, m.net.bandwidthGBps, m.net.messageUs, m.reduceRate(o.datatype),
+      m.copyGBps);
   s += fmt::format("  \"results\": [{}\n  ]\n}}\n", rows);
   return s;
 }

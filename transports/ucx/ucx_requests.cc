@@ -1,5 +1,8 @@
 // Posting, completing and cancelling requests: the hot path. Nothing here allocates except
 // error messages, and nothing logs above TRACE.
+#include <poll.h>
+#include <time.h>
+
 #include <thread>
 
 #include "lib/base/error.hpp"
@@ -179,6 +182,19 @@ bool UcxTransport::progress() {
     handleFailures();
   }
   return moved;
+}
+
+bool UcxTransport::waitForActivity(int64_t maxUs) {
+  if (eventFd_ < 0 || closed_) return false;
+  // arm() says BUSY when events are already pending: progress again rather than sleep.
+  const ucs_status_t status = ucp_worker_arm(worker_);
+  if (status == UCS_ERR_BUSY) return true;
+  if (status != UCS_OK) return false;
+  pollfd fd{eventFd_, POLLIN, 0};
+  const timespec limit{static_cast<time_t>(maxUs / 1000000),
+                       static_cast<long>(maxUs % 1000000) * 1000};
+  ppoll(&fd, 1, &limit, nullptr);  // EINTR or timeout: the caller progresses and decides
+  return true;
 }
 
 void UcxTransport::cancel(Request* req) {

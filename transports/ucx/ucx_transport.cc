@@ -72,7 +72,8 @@ void UcxTransport::setUp(OutOfBand& oob) {
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                       UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_TAG;
+  // WAKEUP: a rank with nothing to do sleeps on the worker's event fd (waitForActivity).
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   params.request_size = sizeof(PendingOp);
   params.request_init = resetRequest;
   params.mt_workers_shared = 0;
@@ -88,6 +89,12 @@ void UcxTransport::setUp(OutOfBand& oob) {
   workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
   workerParams.name = options_.label.c_str();
   checkStatus(ucp_worker_create(context_, &workerParams, &worker_), rank_, "ucp_worker_create");
+
+  if (ucp_worker_get_efd(worker_, &eventFd_) != UCS_OK) {
+    eventFd_ = -1;
+    WEFT_INFO(kSubsysNet, "ucx[{}] rank {}: no UCX wake-up fd; idle ranks yield and nap instead",
+              options_.label, rank_);
+  }
 
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_THREAD_MODE;

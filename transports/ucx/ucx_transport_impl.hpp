@@ -108,6 +108,7 @@ class UcxTransport final : public Transport {
   void postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) override;
   void postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) override;
   bool progress() override;
+  bool waitForActivity(int64_t maxUs) override;
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline, /*force=*/false); }
   std::string lostPeer() const override { return lost_; }
@@ -139,6 +140,7 @@ class UcxTransport final : public Transport {
   int nranks_ = 0;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  int eventFd_ = -1;  // the worker's wake-up fd (UCP_FEATURE_WAKEUP); -1: waitForActivity can't
   std::unique_ptr<Peer[]> peers_;
   ProcessWatch watch_;
   std::vector<int> failedQueue_;  // reserved for every peer: marking a failure never allocates

@@ -178,3 +178,24 @@ TEST_CASE("on a machine given link by link, flows take their routes and share li
       shape, model);
   CHECK(alone.seconds == Approx(0.15).epsilon(1e-6));
 }
+
+TEST_CASE(
+    "a per-message cost adds o to each step: ring 2(p-1)(a+o), recursive doubling lg p (a+o)") {
+  constexpr double kOverhead = 7e-6;  // seconds of sender CPU per message
+  for (int p : {2, 3, 4, 8, 16, 64}) {
+    MachineModel m = flat(p);
+    m.inter.messageUs = m.intra.messageUs = kOverhead * 1e6;
+    const double n = static_cast<double>(bytesFor(p));
+    const double ring = 2 * (p - 1) * (kAlpha + kOverhead) + 2.0 * (p - 1) / p * n / kBandwidth;
+    CollectiveShape s{Collective::AllReduce, p, 0, bytesFor(p) / 4, 4, 0, false, kNoChunking};
+    INFO("p=" << p);
+    CHECK(simulate(*findAlgorithm(Collective::AllReduce, "ring"), s, m).seconds ==
+          Approx(ring).epsilon(0.01));
+    if ((p & (p - 1)) != 0) continue;  // recursive doubling without the fold
+    const double lg = std::log2(p);
+    CollectiveShape small{Collective::AllReduce, p, 0, 2, 4, 0, false, kNoChunking};
+    const double rd = lg * (kAlpha + kOverhead + 8 / kBandwidth);
+    CHECK(simulate(*findAlgorithm(Collective::AllReduce, "recursive-doubling"), small, m).seconds ==
+          Approx(rd).epsilon(0.01));
+  }
+}

@@ -1,10 +1,11 @@
 // The tuner picks, per call, the configuration the cost model prices cheapest. Checked against a
 // plain search written here: every allowed algorithm, every chunk size the tuner documents
-// (16 KiB x 4^k up to 16 MiB) and one or two channels, each priced by the simulator.
+// (16 KiB x 2^k up to 16 MiB) and one or two channels, each priced by the simulator.
 #include "lib/tuner/tuner.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -60,7 +61,7 @@ double priced(const Algorithm& a, Collective c, int p, uint64_t bytes, uint64_t 
 double bestOf(const Algorithm& a, Collective c, int p, uint64_t bytes, const MachineModel& m) {
   double best = std::numeric_limits<double>::infinity();
   const bool chunked = a.usesChunks(c);
-  for (uint64_t chunk = uint64_t{16} << 10; chunk <= uint64_t{16} << 20; chunk *= 4) {
+  for (uint64_t chunk = uint64_t{16} << 10; chunk <= uint64_t{16} << 20; chunk *= 2) {
     for (int ch = 1; ch <= (chunked && supportsChannels(c) ? 2 : 1); ++ch)
       best = std::min(best, priced(a, c, p, bytes, chunk, ch, m));
     if (!chunked) break;
@@ -155,4 +156,52 @@ TEST_CASE("hierarchical allreduce is a candidate on several hosts only; WEFT_ALG
   Tuner forcedOneHost(4, 4, forced);
   CHECK(forcedOneHost.choose(Collective::AllReduce, 8, kFloat, {}, false, "ucx").algorithm->id ==
         AlgorithmId::Hierarchical);
+}
+
+TEST_CASE("across hosts, per-message costs make the tuner pick a logarithmic allreduce at 8 B and "
+          "chunks past 16 KiB at 64 MiB") {
+  {
+    // 4 hosts x 2 ranks, built-in parameters. Every step of the ring has a rank sending to
+    // another host, so its 2(p-1) steps cost at least (a + o) of the network each; recursive
+    // doubling needs lg p steps of at most that (plus 8 bytes on the wire and a tiny reduction).
+    const TunerSettings settings;
+    const LinkParams& net = settings.machine.net;
+    REQUIRE(net.messageUs > 0);
+    const int p = 8;
+    Tuner tuner(p, 2, settings);
+    const TunerChoice choice = tuner.choose(Collective::AllReduce, 8, kFloat, {}, false, "ucx");
+    REQUIRE(choice.algorithm != nullptr);
+    const double step = (net.latencyUs + net.messageUs) * 1e-6;
+    const double ringFloor = 2 * (p - 1) * step;
+    const double logarithmic = std::log2(p) * step;
+    INFO("chose " << choice.algorithm->name << ": " << choice.predictedSeconds << " s");
+    CHECK(std::string(choice.algorithm->name) != "ring");
+    CHECK(choice.predictedSeconds <= logarithmic * 1.05);
+    CHECK(choice.predictedSeconds < ringFloor);
+  }
+  {
+    // The 2 x 2 test bed (perf/multihost_allreduce): 1 Gbit/s links, 40 us of CPU per message
+    // across hosts. 64 MiB: every host must send 2(H-1)/H x n = n bytes over its link, so no
+    // schedule beats n / b; 16 KiB chunks would add thousands of messages per rank.
+    TunerSettings settings;
+    settings.machine.net = {5, 0.125, 40};
+    const int p = 4;
+    const uint64_t bytes = uint64_t{64} << 20;
+    Tuner tuner(p, 2, settings);
+    const TunerChoice choice =
+        tuner.choose(Collective::AllReduce, bytes, kFloat, {}, false, "ucx");
+    REQUIRE(choice.algorithm != nullptr);
+    const double linkFloor = static_cast<double>(bytes) / 0.125e9;
+    const MachineModel m = modelFor(settings, p, 2);
+    const double forcedHierarchical =
+        priced(*findAlgorithm(Collective::AllReduce, "hierarchical"), Collective::AllReduce, p,
+               bytes, kDefaultChunkBytes, 1, m);
+    INFO("chose " << choice.algorithm->name << " chunk " << choice.chunkBytes << " x"
+                  << choice.channels << ": " << choice.predictedSeconds << " s; floor "
+                  << linkFloor << " s");
+    CHECK(choice.chunkBytes > (uint64_t{16} << 10));
+    CHECK(choice.predictedSeconds <= forcedHierarchical * (1 + 1e-9));
+    CHECK(choice.predictedSeconds >= linkFloor);
+    CHECK(choice.predictedSeconds <= linkFloor * 1.05);
+  }
 }

@@ -357,3 +357,49 @@ TEST_CASE("shared-memory lanes are told apart from network lanes (other hosts re
   CHECK_FALSE(sharedMemoryLanes("tcp/lo.0, tcp/lo.0"));
   CHECK_FALSE(sharedMemoryLanes("rc_mlx5/mlx5_0:1.0, ud_mlx5/mlx5_0:1.0"));
 }
+
+// A rank with nothing to do sleeps in waitForActivity with a limit far past the test's deadline:
+// only the wake-up from an arriving message (eager and rendezvous, over shared memory and over
+// tcp) lets the ping-pong finish before the deadline check below fails it.
+TEST_CASE("waitForActivity sleeps until a message arrives, over shared memory and tcp") {
+  const bool tcp = GENERATE(false, true);
+  const std::vector<size_t> sizes = {8, 1 << 20};
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    UcxTransportOptions options;
+    options.peerErrorHandlingOnHost = tcp;
+    auto t = makeUcx(oob, options);
+    const Deadline deadline = testDeadline();
+    auto sleepUntil = [&](const std::vector<Request*>& reqs, const char* what) {
+      for (;;) {
+        if (std::all_of(reqs.begin(), reqs.end(), [](Request* r) { return r->finished(); }))
+          return;
+        if (t->progress()) continue;
+        expect(t->waitForActivity(kTestTimeoutMs * 1000), "ucx cannot wait for activity");
+        if (deadline.expired()) throw std::runtime_error(fmt::format("{}: not woken", what));
+        if (group.aborted()) throw std::runtime_error("another rank failed");
+      }
+    };
+    const int peer = 1 - rank;
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      for (uint64_t round = 0; round < 4; ++round) {
+        const uint64_t tag = s * 16 + round, seed = tag + 7;
+        std::vector<uint8_t> in(sizes[s]);
+        std::vector<uint8_t> out = patterned(sizes[s], seed);
+        Request send, recv;
+        if ((rank == 0) == (round % 2 == 0)) {
+          t->postSend(peer, tag, out.data(), out.size(), &send);
+          sleepUntil({&send}, "send");
+        } else {
+          t->postRecv(peer, tag, in.data(), in.size(), &recv);
+          sleepUntil({&recv}, "recv");
+          expect(recv.state.load() == Request::kDone, "receive did not end Done");
+          expectPattern(in, sizes[s], seed, fmt::format("{} bytes woken", sizes[s]));
+        }
+      }
+    }
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
