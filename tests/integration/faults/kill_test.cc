@@ -43,7 +43,14 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
     std::fprintf(stderr, "rank %d: first allreduce: %s\n", rank, weftGetLastError(comm));
     return 2;
   }
-  if (rank == kVictim) kill(getpid(), SIGKILL);
+  weft::faults::markPast(rank);
+  if (rank == kVictim) {
+    if (!weft::faults::othersPast(n, rank)) {
+      std::fprintf(stderr, "rank %d: the others did not finish the first allreduce\n", rank);
+      return 2;
+    }
+    kill(getpid(), SIGKILL);
+  }
   std::vector<float> x(bytes / sizeof(float), 1.0f);
   const auto start = std::chrono::steady_clock::now();
   const weftResult_t result =

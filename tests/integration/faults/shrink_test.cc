@@ -36,7 +36,17 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
   for (int r = 0; r < n; ++r) contributors += r + 1;
   bool shrunk = false;
   for (int i = 0; i < kIterations; ++i) {
-    if (rank == kVictim && i == kDeathAt) kill(getpid(), SIGKILL);
+    if (i == kDeathAt) {
+      // The victim dies once every survivor has finished the iteration before.
+      weft::faults::markPast(rank);
+      if (rank == kVictim) {
+        if (!weft::faults::othersPast(n, rank)) {
+          std::fprintf(stderr, "rank %d: the others did not reach iteration %d\n", rank, i);
+          return 2;
+        }
+        kill(getpid(), SIGKILL);
+      }
+    }
     std::fill(x.begin(), x.end(), float(rank + 1));
     const auto start = std::chrono::steady_clock::now();
     weftResult_t result =

@@ -11,15 +11,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "include/weft.h"
 
 namespace weft::faults {
+
+// A collective that has returned on one rank may still be running on others (the rank's last
+// message can be on its way): a victim that dies right after it makes a survivor fail in it.
+// Each rank marks that it is past a point; the victim waits until all the others are before it
+// dies. The marks are files in a folder the job makes (WEFT_TEST_VICTIM_DIR).
+inline void markPast(int rank) {
+  const char* dir = std::getenv("WEFT_TEST_VICTIM_DIR");
+  if (dir) std::fclose(std::fopen(fmt::format("{}/past.{}", dir, rank).c_str(), "w"));
+}
+
+// True once every rank but `self` has called markPast; false after 60 s.
+inline bool othersPast(int n, int self) {
+  const char* dir = std::getenv("WEFT_TEST_VICTIM_DIR");
+  if (!dir) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    int past = 0;
+    for (int r = 0; r < n; ++r)
+      if (r != self && std::filesystem::exists(fmt::format("{}/past.{}", dir, r))) ++past;
+    if (past == n - 1) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 // rankMain(id, nranks, rank, bytes) returns the rank's exit status.
 using RankMain = int (*)(const weftUniqueId& id, int n, int rank, size_t bytes);
@@ -45,6 +72,9 @@ inline int runVictimJob(int argc, char** argv, int victim, RankMain rankMain,
   std::string hex;
   for (char c : id.internal) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
   const int n = std::atoi(argv[1]);
+  char dir[] = "/tmp/weft-victim-XXXXXX";
+  if (!mkdtemp(dir)) return 2;
+  setenv("WEFT_TEST_VICTIM_DIR", dir, 1);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     const std::string rank = std::to_string(r);
@@ -67,6 +97,7 @@ inline int runVictimJob(int argc, char** argv, int victim, RankMain rankMain,
       ++failures;
     }
   }
+  std::filesystem::remove_all(dir);
   std::printf("%s\n", failures ? "FAILED" : passed);
   return failures ? 1 : 0;
 }
