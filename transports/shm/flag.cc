@@ -14,7 +14,7 @@
 namespace weft {
 namespace {
 
-// Ranks with a core each: after spinning, yield this many times, then sleep on the futex.
+// After spinning, yield at most this many times, then sleep on the futex.
 constexpr int kYields = 50;
 // What such ranks spin at least, and what a wait without a SpinBudget spins.
 constexpr int64_t kFloorSpinNs = 1000;
@@ -46,8 +46,8 @@ int usableCores() {
 }
 
 std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed) {
-  if (oversubscribed) return std::make_unique<SpinBudget>(0, 0, 0);
-  return std::make_unique<SpinBudget>(kFloorSpinNs, 200 * 1000, kYields);
+  if (oversubscribed) return std::make_unique<SpinBudget>(0, 0, 2, kYields);
+  return std::make_unique<SpinBudget>(kFloorSpinNs, 200 * 1000, kYields, kYields);
 }
 
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who,
@@ -76,9 +76,13 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
   }
   const int yields = budget ? budget->yields() : kYields;
   for (int i = 0; i < yields; ++i) {
-    if (reached(flag.load(), target)) return;
+    if (reached(flag.load(), target)) {
+      if (budget) budget->yieldsWorked();
+      return;
+    }
     sched_yield();
   }
+  if (budget && yields > 0) budget->yieldsFailed();
   auto& mutableFlag = const_cast<SharedFlag&>(flag);
   const Deadline deadline = Deadline::afterMs(context.timeoutMs);
   for (;;) {

@@ -9,7 +9,9 @@
 // cannot be running (waitFor's whoCpu). Otherwise the budget adapts: a wait that ended while
 // spinning doubles it (up to the ceiling); one that outlasted it, whether it then ended while
 // yielding or had to sleep, halves it (down to the floor). A budget that keeps failing falls to
-// the floor within a few waits and one that keeps succeeding climbs back as fast.
+// the floor within a few waits and one that keeps succeeding climbs back as fast. The number of
+// yields after the spin adapts the same way (doubled when the flag moves while yielding, halved
+// when the wait had to sleep) where its bounds differ: for ranks that share cores.
 #pragma once
 
 #include <algorithm>
@@ -21,29 +23,45 @@ namespace weft {
 class SpinBudget {
  public:
   // The budget starts at the floor and earns its way up (starting at the ceiling cost the first
-  // calls of a job on a busy machine the whole ceiling each). `yields`: how many times a wait
-  // that outlasts the spin yields before it sleeps.
-  SpinBudget(int64_t floorNs, int64_t ceilingNs, int yields)
-      : floor_(std::min(floorNs, ceilingNs)), ceiling_(ceilingNs), yields_(yields), ns_(floor_) {}
+  // calls of a job on a busy machine the whole ceiling each). How many times a wait that
+  // outlasts the spin yields before it sleeps adapts the same way between minYields and
+  // maxYields, starting at the most.
+  SpinBudget(int64_t floorNs, int64_t ceilingNs, int minYields, int maxYields)
+      : floor_(std::min(floorNs, ceilingNs)),
+        ceiling_(ceilingNs),
+        maxYields_(maxYields),
+        minYields_(std::min(minYields, maxYields)),
+        ns_(floor_),
+        yields_(maxYields) {}
 
   int64_t ns() const { return ns_.load(std::memory_order_relaxed); }
   int64_t floorNs() const { return floor_; }
   int64_t ceilingNs() const { return ceiling_; }
-  int yields() const { return yields_; }
+  int yields() const { return yields_.load(std::memory_order_relaxed); }
 
   // The flag moved while spinning.
   void spinWorked() { set(ns() * 2); }
   // It did not: the wait went on to yield or sleep.
   void spinFailed() { set(ns() / 2); }
+  // After the spin, the flag moved while yielding (a peer on this core ran), or only once the
+  // wait slept (yielding just handed the core to others: on a busy machine a rank that yields
+  // can wait a whole time slice for it back).
+  void yieldsWorked() { setYields(std::max(1, yields()) * 2); }
+  void yieldsFailed() { setYields(yields() / 2); }
 
  private:
   void set(int64_t ns) { ns_.store(std::clamp(ns, floor_, ceiling_), std::memory_order_relaxed); }
+  void setYields(int n) {
+    yields_.store(std::clamp(n, minYields_, maxYields_), std::memory_order_relaxed);
+  }
 
   int64_t floor_;
   int64_t ceiling_;
-  int yields_;
-  // Relaxed: a stale read only makes one wait spin a little longer or shorter.
+  int maxYields_;
+  int minYields_;
+  // Relaxed: a stale read only makes one wait spin or yield a little longer or shorter.
   std::atomic<int64_t> ns_;
+  std::atomic<int> yields_;
 };
 
 }  // namespace weft

@@ -7,7 +7,7 @@ using weft::SpinBudget;
 
 TEST_CASE("spin budget: starts at the floor; each spin that works doubles it, up to the ceiling",
           "[shm][spin]") {
-  SpinBudget b(1000, 200000, 50);
+  SpinBudget b(1000, 200000, 50, 50);
   CHECK(b.ns() == 1000);
   CHECK(b.yields() == 50);
   const int64_t expected[] = {2000, 4000, 8000, 16000, 32000, 64000, 128000, 200000, 200000};
@@ -18,7 +18,7 @@ TEST_CASE("spin budget: starts at the floor; each spin that works doubles it, up
 }
 
 TEST_CASE("spin budget: each spin that fails halves it, down to the floor", "[shm][spin]") {
-  SpinBudget b(1000, 200000, 50);
+  SpinBudget b(1000, 200000, 50, 50);
   for (int i = 0; i < 8; ++i) b.spinWorked();
   REQUIRE(b.ns() == 200000);
   const int64_t expected[] = {100000, 50000, 25000, 12500, 6250, 3125, 1562, 1000, 1000};
@@ -29,7 +29,7 @@ TEST_CASE("spin budget: each spin that fails halves it, down to the floor", "[sh
 }
 
 TEST_CASE("spin budget: mixed outcomes move it both ways", "[shm][spin]") {
-  SpinBudget b(1000, 200000, 50);
+  SpinBudget b(1000, 200000, 50, 50);
   b.spinWorked();   // 2000
   b.spinWorked();   // 4000
   b.spinFailed();   // 2000
@@ -42,15 +42,34 @@ TEST_CASE("spin budget: mixed outcomes move it both ways", "[shm][spin]") {
 
 TEST_CASE("spin budget: a floor above the ceiling is the ceiling; a zero budget stays zero",
           "[shm][spin]") {
-  SpinBudget none(0, 0, 0);
+  SpinBudget none(0, 0, 0, 0);
   none.spinWorked();
   CHECK(none.ns() == 0);
   none.spinFailed();
   CHECK(none.ns() == 0);
+  none.yieldsWorked();
   CHECK(none.yields() == 0);
-  SpinBudget odd(5000, 2000, 10);
+  SpinBudget odd(5000, 2000, 10, 10);
   CHECK(odd.floorNs() == 2000);
   CHECK(odd.ns() == 2000);
   odd.spinFailed();
   CHECK(odd.ns() == 2000);
+}
+
+TEST_CASE("spin budget: yields adapt between their bounds, starting at the most", "[shm][spin]") {
+  SpinBudget b(0, 0, 2, 50);  // ranks that outnumber the cores
+  CHECK(b.yields() == 50);
+  const int down[] = {25, 12, 6, 3, 2, 2};
+  for (int e : down) {
+    b.yieldsFailed();
+    CHECK(b.yields() == e);
+  }
+  const int up[] = {4, 8, 16, 32, 50, 50};
+  for (int e : up) {
+    b.yieldsWorked();
+    CHECK(b.yields() == e);
+  }
+  SpinBudget fixed(1000, 200000, 50, 50);  // ranks with a core each: always 50
+  fixed.yieldsFailed();
+  CHECK(fixed.yields() == 50);
 }
