@@ -48,14 +48,7 @@ void sweepAlgorithm(const Algorithm& algo, Collective coll, int minRanks, int ma
             std::vector<weftRedOp_t> premul(n, weftSum);
             for (int r = 0; r < n; ++r) {
               buffers[r].prepare(shape, r, inPlace, inputs);
-              Operation& o = ops[r];
-              o.collective = coll;
-              o.sendbuff = buffers[r].sendbuff;
-              o.recvbuff = buffers[r].recvbuff;
-              o.count = count;
-              o.datatype = type;
-              o.root = shape.root;
-              o.op = static_cast<weftRedOp_t>(op);
+              Operation& o = ops[r] = caseOperation(shape, buffers[r]);
               if (op == kPreMulSum && reduces(coll)) {
                 std::array<uint8_t, 8> scalar{};
                 encode(type, premulScalar(type), scalar.data());

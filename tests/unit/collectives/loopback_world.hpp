@@ -9,6 +9,7 @@
 #include "lib/bootstrap/bootstrap.hpp"
 #include "lib/comm/comm.hpp"
 #include "lib/enqueue/group.hpp"
+#include "support/collective_case.hpp"
 #include "transports/loopback/loopback.hpp"
 
 namespace weft::testing {
@@ -35,5 +36,18 @@ struct LoopbackWorld {
     groupEnd();
   }
 };
+
+// The operation a rank submits for a case, on the buffers prepare() laid out.
+inline Operation caseOperation(const CaseShape& shape, const RankBuffers& buffers) {
+  Operation o;
+  o.collective = shape.collective;
+  o.sendbuff = buffers.sendbuff;
+  o.recvbuff = buffers.recvbuff;
+  o.count = shape.count;
+  o.datatype = shape.type;
+  o.root = shape.root;
+  o.op = static_cast<weftRedOp_t>(shape.op);
+  return o;
+}
 
 }  // namespace weft::testing

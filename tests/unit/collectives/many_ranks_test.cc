@@ -33,14 +33,7 @@ void checkAlgorithm(const Algorithm& algo, Collective coll, int n,
       std::vector<Operation> ops(n);
       for (int r = 0; r < n; ++r) {
         buffers[r].prepare(shape, r, inPlace, inputs);
-        Operation& o = ops[r];
-        o.collective = coll;
-        o.sendbuff = buffers[r].sendbuff;
-        o.recvbuff = buffers[r].recvbuff;
-        o.count = count;
-        o.datatype = type;
-        o.root = shape.root;
-        o.op = static_cast<weftRedOp_t>(shape.op);
+        ops[r] = caseOperation(shape, buffers[r]);
       }
       world.run(ops);
       for (int r = 0; r < n; ++r) {
