@@ -35,6 +35,9 @@ struct HostLayout {
   int host = 0, local = 0, shards = 0;
 
   explicit HostLayout(const CollectiveShape& s) {
+    if (!s.hostOfRank.empty() && s.hostOfRank.size() != static_cast<size_t>(s.nranks))
+      fail(weftInternalError, "hierarchical: {} host entries for {} ranks", s.hostOfRank.size(),
+           s.nranks);
     std::vector<int> hostIndex;  // shape's host id -> dense index (first seen first)
     for (int r = 0; r < s.nranks; ++r) {
       const int id = s.hostOfRank.empty() ? 0 : s.hostOfRank[static_cast<size_t>(r)];
@@ -58,9 +61,6 @@ struct HostLayout {
 };
 
 Schedule hierarchicalAllReduce(const CollectiveShape& s) {
-  if (!s.hostOfRank.empty() && s.hostOfRank.size() != static_cast<size_t>(s.nranks))
-    fail(weftInternalError, "hierarchical: {} host entries for {} ranks", s.hostOfRank.size(),
-         s.nranks);
   ScheduleBuilder b;
   const uint32_t e = s.elemSize;
   const HostLayout layout(s);
@@ -189,9 +189,6 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
 // what its ring brought to the other ranks of its host. Each host sends (H-1)/H of the output
 // over its link, once, the optimum.
 Schedule hierarchicalAllGather(const CollectiveShape& s) {
-  if (!s.hostOfRank.empty() && s.hostOfRank.size() != static_cast<size_t>(s.nranks))
-    fail(weftInternalError, "hierarchical: {} host entries for {} ranks", s.hostOfRank.size(),
-         s.nranks);
   ScheduleBuilder b;
   const uint32_t e = s.elemSize;
   const HostLayout layout(s);
