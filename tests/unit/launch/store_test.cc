@@ -43,6 +43,11 @@ TEST_CASE("the store hands a value to every client that knows the secret") {
                  rank % 2 ? "127.0.0.1" : "localhost");
     }));
   for (auto& c : clients) CHECK(c.get() == bytesOf("the id"));
+  // The server counts a reply once its send has returned, which can be after the client has
+  // read it: wait for the count (bounded) rather than race it.
+  const Deadline deadline = Deadline::afterMs(kGenerousMs);
+  while (server->served("weft/unique_id/0") < 6 && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(server->served("weft/unique_id/0") == 6);
 }
 
