@@ -375,18 +375,25 @@ class Replay {
   // pushed back (flowDue): most rate changes cost no event.
   void rerate(uint32_t res, double t) {
     for (uint32_t id : resources_[res].flows) {
-      Flow& f = flows_[id];
+      const Flow& f = flows_[id];
       double rate = share(f.res[0]);
       for (uint32_t k = 1; k < f.nres; ++k) rate = std::min(rate, share(f.res[k]));
-      if (rate == f.rate) continue;
-      f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
-      f.last = t;
-      f.rate = rate;
-      const double due = t + f.remaining / rate;
-      if (due < f.due) {
-        f.due = due;
-        push(due, kFlowDone, id, ++f.version);
-      }
+      setRate(id, rate, t);
+    }
+  }
+
+  // A flow's new rate from time t: its progress so far is booked, and its completion event moves
+  // earlier when it now ends sooner (a later end is handled when the old event fires).
+  void setRate(uint32_t id, double rate, double t) {
+    Flow& f = flows_[id];
+    if (rate == f.rate) return;
+    f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
+    f.last = t;
+    f.rate = rate;
+    const double due = t + f.remaining / rate;
+    if (due < f.due) {
+      f.due = due;
+      push(due, kFlowDone, id, ++f.version);
     }
   }
 
@@ -422,20 +429,8 @@ class Replay {
         }
       }
     }
-    for (uint32_t id = 0; id < flows_.size(); ++id) {
-      if (rates_[id] < 0) continue;  // not moving bytes now
-      Flow& f = flows_[id];
-      const double rate = rates_[id];
-      if (rate == f.rate) continue;
-      f.remaining = std::max(0.0, f.remaining - f.rate * (t - f.last));
-      f.last = t;
-      f.rate = rate;
-      const double due = t + f.remaining / rate;
-      if (due < f.due) {
-        f.due = due;
-        push(due, kFlowDone, id, ++f.version);
-      }
-    }
+    for (uint32_t id = 0; id < flows_.size(); ++id)
+      if (rates_[id] >= 0) setRate(id, rates_[id], t);  // < 0: not moving bytes now
   }
 
   void flowDue(uint32_t id, double t) {

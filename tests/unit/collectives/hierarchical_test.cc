@@ -69,20 +69,11 @@ void sweepLayouts(Collective coll) {
           for (uint64_t count : kCounts)
             for (bool inPlace : {false, true}) {
               shape.count = count;
-              std::vector<Operation> ops(n);
-              for (int r = 0; r < n; ++r) {
-                buffers[r].prepare(shape, r, inPlace, inputs);
-                ops[r] = caseOperation(shape, buffers[r]);
-              }
-              world.run(ops);
-              for (int r = 0; r < n; ++r) {
-                std::string first;
-                const uint64_t wrong = buffers[r].check(shape, r, inputs, first);
-                if (wrong)
-                  FAIL("hosts " << describe(hosts) << " channels " << channels << " rank " << r
-                                << " " << describeCase(shape, inPlace) << ": " << wrong
-                                << " wrong; first: " << first);
-              }
+              const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
+              if (bad.rank >= 0)
+                FAIL("hosts " << describe(hosts) << " channels " << channels << " rank "
+                              << bad.rank << " " << describeCase(shape, inPlace) << ": "
+                              << bad.wrong << " wrong; first: " << bad.first);
             }
         }
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "lib/bootstrap/bootstrap.hpp"
@@ -48,6 +49,31 @@ inline Operation caseOperation(const CaseShape& shape, const RankBuffers& buffer
   o.root = shape.root;
   o.op = static_cast<weftRedOp_t>(shape.op);
   return o;
+}
+
+// Runs one case on every rank of the world (built-in operators) and checks every rank's output.
+// Returns the first rank whose output is wrong, or rank -1.
+struct CaseOutcome {
+  int rank = -1;
+  uint64_t wrong = 0;
+  std::string first;  // the first wrong element, described
+};
+
+inline CaseOutcome runCase(LoopbackWorld& world, std::vector<RankBuffers>& buffers,
+                           const CaseShape& shape, bool inPlace, const CaseInputs& inputs) {
+  const int n = world.size();
+  std::vector<Operation> ops(n);
+  for (int r = 0; r < n; ++r) {
+    buffers[r].prepare(shape, r, inPlace, inputs);
+    ops[r] = caseOperation(shape, buffers[r]);
+  }
+  world.run(ops);
+  CaseOutcome outcome;
+  for (int r = 0; r < n && outcome.rank < 0; ++r) {
+    outcome.wrong = buffers[r].check(shape, r, inputs, outcome.first);
+    if (outcome.wrong) outcome.rank = r;
+  }
+  return outcome;
 }
 
 }  // namespace weft::testing

@@ -30,20 +30,11 @@ void checkAlgorithm(const Algorithm& algo, Collective coll, int n,
   for (uint64_t count : counts)
     for (bool inPlace : {false, true}) {
       shape.count = count;
-      std::vector<Operation> ops(n);
-      for (int r = 0; r < n; ++r) {
-        buffers[r].prepare(shape, r, inPlace, inputs);
-        ops[r] = caseOperation(shape, buffers[r]);
-      }
-      world.run(ops);
-      for (int r = 0; r < n; ++r) {
-        std::string first;
-        const uint64_t wrong = buffers[r].check(shape, r, inputs, first);
-        if (wrong)
-          FAIL(algo.name << " x" << channels << " " << describeCase(shape, inPlace)
-                         << " chunk=" << chunkBytes << " rank " << r << ": " << wrong
-                         << " wrong; first: " << first);
-      }
+      const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
+      if (bad.rank >= 0)
+        FAIL(algo.name << " x" << channels << " " << describeCase(shape, inPlace)
+                       << " chunk=" << chunkBytes << " rank " << bad.rank << ": " << bad.wrong
+                       << " wrong; first: " << bad.first);
     }
 }
 
