@@ -1,5 +1,6 @@
 #include "algorithms/cost/tune_file.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -35,7 +36,62 @@ double MachineParams::reduceRate(weftDataType_t type) const {
   return reduceGBps;
 }
 
+double RateCurve::at(uint64_t bytes, double flat) const {
+  if (points.empty()) return flat;
+  if (bytes <= points.front().first) return points.front().second;
+  if (bytes >= points.back().first) return points.back().second;
+  size_t i = 1;
+  while (points[i].first < bytes) ++i;
+  const auto& [x0, r0] = points[i - 1];
+  const auto& [x1, r1] = points[i];
+  const double t = std::log(static_cast<double>(bytes) / static_cast<double>(x0)) /
+                   std::log(static_cast<double>(x1) / static_cast<double>(x0));
+  return r0 + t * (r1 - r0);
+}
+
+void RateCurve::add(uint64_t bytes, double gbps) {
+  auto it = std::lower_bound(points.begin(), points.end(), bytes,
+                             [](const auto& p, uint64_t b) { return p.first < b; });
+  if (it != points.end() && it->first == bytes)
+    it->second = gbps;
+  else
+    points.insert(it, {bytes, gbps});
+}
+
+MachineParams MachineParams::atSize(uint64_t bytes) const {
+  MachineParams p = *this;
+  for (LinkClass c : {LinkClass::Shm, LinkClass::Ucx, LinkClass::Net}) {
+    LinkParams& l = c == LinkClass::Shm ? p.shm : c == LinkClass::Ucx ? p.ucx : p.net;
+    l.bandwidthGBps = bandwidthCurve[static_cast<int>(c)].at(bytes, l.bandwidthGBps);
+    p.bandwidthCurve[static_cast<int>(c)] = {};
+  }
+  // Every datatype's reduction slows or speeds with size as float32's does.
+  const double reduceScale = reduceCurve.at(bytes, reduceGBps) / reduceGBps;
+  p.reduceGBps *= reduceScale;
+  for (double& r : p.reduceGBpsByType) r *= reduceScale;
+  p.copyGBps = copyCurve.at(bytes, copyGBps);
+  p.reduceCurve = p.copyCurve = {};
+  return p;
+}
+
 namespace {
+
+// The curve a `key@bytes` line adds a point to, or null for a key without one.
+RateCurve* curveOf(MachineParams& p, std::string_view key) {
+  for (LinkClass c : {LinkClass::Shm, LinkClass::Ucx, LinkClass::Net})
+    if (key == std::string(linkClassName(c)) + ".bandwidth_gbps")
+      return &p.bandwidthCurve[static_cast<int>(c)];
+  if (key == "reduce_gbps") return &p.reduceCurve;
+  if (key == "copy_gbps") return &p.copyCurve;
+  return nullptr;
+}
+
+std::string formatCurve(std::string_view key, const RateCurve& curve) {
+  std::string out;
+  for (const auto& [bytes, gbps] : curve.points)
+    out += fmt::format("{}@{} = {}\n", key, bytes, gbps);
+  return out;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -65,7 +121,7 @@ MachineParams parseTuneFile(std::string_view text, const std::string& name) {
     };
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) bad(fmt::format("expected 'key = value', got '{}'", line));
-    const std::string key(trim(line.substr(0, eq)));
+    std::string key(trim(line.substr(0, eq)));
     const std::string_view valueText = trim(line.substr(eq + 1));
     double value = 0;
     const auto [end, ec] =
@@ -76,6 +132,28 @@ MachineParams parseTuneFile(std::string_view text, const std::string& name) {
       if (value != 1)
         bad(fmt::format("version {} is not supported (this weft reads 1)", valueText));
       sawVersion = true;
+      continue;
+    }
+    if (const size_t at = key.find('@'); at != std::string::npos) {
+      const std::string base = key.substr(0, at);
+      const std::string_view sizeText = std::string_view(key).substr(at + 1);
+      uint64_t bytes = 0;
+      const auto [sizeEnd, sizeEc] =
+          std::from_chars(sizeText.data(), sizeText.data() + sizeText.size(), bytes);
+      RateCurve* curve = curveOf(p, base);
+      if (!curve)
+        bad(fmt::format("'{}': only link bandwidths, reduce_gbps and copy_gbps take a size", key));
+      if (sizeEc != std::errc() || sizeEnd != sizeText.data() + sizeText.size() || bytes == 0)
+        bad(fmt::format("'{}': expected {}@<bytes>, a positive whole number", key, base));
+      if (!(value > 0)) bad(fmt::format("{} must be positive", key));
+      curve->add(bytes, value);
+      continue;
+    }
+    if (key == "host.cores") {
+      if (value < 0 || value != std::floor(value) || value > 1e6)
+        bad(fmt::format("host.cores: '{}' is not a whole number of cores (0: a core per rank)",
+                        valueText));
+      p.cores = static_cast<int>(value);
       continue;
     }
     const bool mayBeZero = std::string_view(key).ends_with(".message_us");
@@ -119,13 +197,18 @@ std::string formatTuneFile(const MachineParams& p) {
     const LinkParams& l = p.link(c);
     out += fmt::format("{0}.latency_us = {1}\n{0}.bandwidth_gbps = {2}\n{0}.message_us = {3}\n",
                        linkClassName(c), l.latencyUs, l.bandwidthGBps, l.messageUs);
+    out += formatCurve(std::string(linkClassName(c)) + ".bandwidth_gbps",
+                       p.bandwidthCurve[static_cast<int>(c)]);
   }
   out += fmt::format("reduce_gbps = {}\n", p.reduceGBps);
+  out += formatCurve("reduce_gbps", p.reduceCurve);
   for (size_t t = 0; t < p.reduceGBpsByType.size(); ++t)
     if (p.reduceGBpsByType[t] > 0)
       out += fmt::format("reduce_gbps.{} = {}\n", datatypeName(static_cast<weftDataType_t>(t)),
                          p.reduceGBpsByType[t]);
   out += fmt::format("copy_gbps = {}\n", p.copyGBps);
+  out += formatCurve("copy_gbps", p.copyCurve);
+  if (p.cores > 0) out += fmt::format("host.cores = {}\n", p.cores);
   return out;
 }
 

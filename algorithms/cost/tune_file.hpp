@@ -14,12 +14,20 @@
 //   reduce_gbps = 9.8             # bytes of one operand reduced per second (float32 sum)
 //   reduce_gbps.bfloat16 = 3.2    # optional, per datatype (nccl-tests names)
 //   copy_gbps = 12
+//   host.cores = 2                # CPU cores the ranks of a host share (0 or absent: a core each)
+//   shm.bandwidth_gbps@65536 = 28 # optional: the rate for operations of this many bytes
+// Rates depend on how much memory an operation touches: calibration measures the link
+// bandwidths, reduce_gbps and copy_gbps at several sizes (`key@bytes`), and the model takes the
+// rate at the collective's size (MachineParams::atSize), interpolated between the points in
+// log(bytes) and flat beyond them. A key without points has one rate for every size.
 // Unknown keys and malformed lines are errors that name the file and line.
 #pragma once
 
 #include <array>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "algorithms/cost/simulator.hpp"
 #include "include/weft.h"
@@ -28,6 +36,15 @@ namespace weft {
 
 enum class LinkClass { Shm, Ucx, Net };
 const char* linkClassName(LinkClass c) noexcept;
+
+// Rate (GB/s) by operation size (bytes): points in increasing size.
+struct RateCurve {
+  std::vector<std::pair<uint64_t, double>> points;
+  // The rate at `bytes`: interpolated in log(bytes) between the points around it, the first or
+  // last point's outside them; `flat` when there are no points.
+  double at(uint64_t bytes, double flat) const;
+  void add(uint64_t bytes, double gbps);  // keeps the points sorted; replaces an equal size
+};
 
 struct MachineParams {
   LinkParams shm{0.9, 8.0};
@@ -40,10 +57,20 @@ struct MachineParams {
   double reduceGBps = 8.0;
   std::array<double, 12> reduceGBpsByType{};  // 0: reduceGBps
   double copyGBps = 10.0;
+  // Cores per host. When a host runs more ranks than this, its ranks share them: every CPU cost
+  // (copies through shared memory, reductions, per-message work) takes ranks/cores times
+  // longer (machineFor in lib/tuner). 0: every rank has a core of its own.
+  int cores = 0;
+  // Size-dependent rates (`key@bytes` lines), for the bandwidth of each link class, reduce_gbps
+  // (float32; the other datatypes' rates follow its shape) and copy_gbps.
+  std::array<RateCurve, 3> bandwidthCurve;  // indexed by LinkClass
+  RateCurve reduceCurve, copyCurve;
   std::string source = "built-in defaults";
 
   const LinkParams& link(LinkClass c) const;
   double reduceRate(weftDataType_t type) const;
+  // These parameters with every curve read at `bytes` into the flat values (and no curves).
+  MachineParams atSize(uint64_t bytes) const;
 };
 
 // `name` names the text in error messages (the path).

@@ -49,6 +49,22 @@ int sizeBucket(uint64_t bytes) {
   return b;
 }
 
+uint64_t footprintBytes(Collective collective, uint64_t bytes, int nranks) {
+  switch (collective) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AlltoAll:
+    case Collective::Gather:
+    case Collective::Scatter: return bytes * static_cast<uint64_t>(std::max(1, nranks));
+    default: return bytes;
+  }
+}
+
+double oversubscription(const MachineParams& params, int ranksPerHost) {
+  if (params.cores <= 0 || ranksPerHost <= params.cores) return 1;
+  return static_cast<double>(ranksPerHost) / params.cores;
+}
+
 MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHost,
                         std::string_view transport, weftDataType_t datatype) {
   MachineModel m;
@@ -60,6 +76,17 @@ MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHos
   m.inter = params.net;
   m.reduceGBps = params.reduceRate(datatype);
   m.copyGBps = params.copyGBps;
+  // More ranks than cores on a host: each rank runs a cores/ranks share of the time, so all of
+  // its CPU work slows by the inverse. Inside a host that is everything: a message crosses
+  // shared memory as a copy by a rank's CPU, and is noticed only when its receiver runs. Between
+  // hosts the wire is not slowed, only the sender's per-message work.
+  const double share = oversubscription(params, m.ranksPerHost);
+  m.intra.latencyUs *= share;
+  m.intra.bandwidthGBps /= share;
+  m.intra.messageUs *= share;
+  m.inter.messageUs *= share;
+  m.reduceGBps /= share;
+  m.copyGBps /= share;
   return m;
 }
 
@@ -87,7 +114,8 @@ std::vector<Candidate> Tuner::price(Collective collective, uint64_t bytes, weftD
   request.collective = collective;
   request.elemSize = static_cast<uint32_t>(datatypeSize(datatype));
   request.count = bytes / request.elemSize;
-  request.model = machineFor(settings_.machine, nranks_, ranksPerHost_, transport, datatype);
+  request.model = machineFor(settings_.machine.atSize(footprintBytes(collective, bytes, nranks_)),
+                             nranks_, ranksPerHost_, transport, datatype);
   request.algorithms = allowed(collective);
   request.chunkBytes = settings_.chunkBytes;
   return priceAlgorithms(request);

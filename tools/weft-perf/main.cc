@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "calibrate.hpp"
 #include "options.hpp"
 #include "report.hpp"
 #ifdef WEFT_PERF_MPI
@@ -101,6 +102,17 @@ int runRank(const Options& o, weftComm_t comm, int threads, std::FILE* json,
     ensure(s, weftCommDestroy(comm), "weftCommDestroy");
     return kExitUsage;
   }
+  if (!o.calibratePath.empty()) {
+    int status = kExitUsage;
+    if (s.nranks < 2) {
+      if (s.rank == 0) usageError("--calibrate needs at least 2 ranks: weftrun -n 2 weft-perf "
+                                  "--calibrate FILE");
+    } else {
+      status = runCalibration(o, s);
+    }
+    ensure(s, weftCommDestroy(comm), "weftCommDestroy");
+    return status;
+  }
   if (!o.blocking) ensure(s, weftStreamCreate(&s.stream), "weftStreamCreate");
 
   RunInfo run;
@@ -175,6 +187,9 @@ int main(int argc, char** argv) {
     return usageError(fmt::format(
         "-t {}: under a launcher ({} is set) every process is one rank; drop -t", o.threads,
         launcher.variable));
+  if (!launched && !o.calibratePath.empty())
+    return usageError("--calibrate measures between processes: start the ranks with a launcher "
+                      "(weftrun -n 2 weft-perf --calibrate FILE)");
   if (!launched && isRooted(o.collective) && o.root >= o.threads)
     return usageError(fmt::format("-r {}: the root must be a rank below {}", o.root, o.threads));
 

@@ -165,6 +165,18 @@ const Flag kFlags[] = {
        o.baselineMpi = lower(v) == "mpi";
        return "";
      }},
+    {'\0', true, "calibrate",
+     [](Options& o, std::string_view v) -> std::string {
+       if (v.empty()) return badValue("--calibrate", v, "a file name");
+       o.calibratePath = std::string(v);
+       return "";
+     }},
+    {'\0', true, "link",
+     [](Options& o, std::string_view v) -> std::string {
+       if (v != "shm" && v != "ucx" && v != "net") return badValue("--link", v, "shm, ucx or net");
+       o.calibrateLink = std::string(v);
+       return "";
+     }},
     {'h', false, "help", [](Options&, std::string_view) { return std::string(); }},
 };
 
@@ -299,6 +311,13 @@ ParseOutcome parseOptions(std::span<const char* const> args) {
     out.kind = ParseOutcome::Kind::Help;
     return out;
   }
+  if (!o.calibrateLink.empty() && o.calibratePath.empty())
+    return error("--link names the link class --calibrate measures: give --calibrate FILE too");
+  if (!o.calibratePath.empty()) {
+    if (collectiveSeen)
+      return error("--calibrate measures links, reductions and copies, not a collective: drop it");
+    return out;
+  }
   if (!collectiveSeen)
     return error(
         "missing the collective: all_reduce all_gather reduce_scatter broadcast reduce alltoall "
@@ -346,6 +365,11 @@ Flags:
   -t, --nthreads <n>        ranks as threads of this process (default 1); not under a launcher
       --baseline <mpi|none> also time MPI's collective on the same buffers, alternating with
                             weft's, and print its time and weft/mpi (runs weft-perf-mpi)
+      --calibrate <file>    instead of a sweep: measure the cost model's link, reduction and
+                            copy parameters and write them to a tuning file (WEFT_TUNE_FILE);
+                            ranks from a launcher, one per core: weftrun -n 2 {0} --calibrate F
+      --link <shm|ucx|net>  the link class --calibrate measures (default: shm, or ucx with
+                            WEFT_SHM_DISABLE=1); net: run one rank per host
   -h, --help                this text
 
 Sizes count the whole buffer for all_gather, reduce_scatter, alltoall, gather and scatter.

@@ -35,6 +35,8 @@ struct Options {
   bool registered = false;  // -R 1: buffers from weftMemAlloc, registered (zero copy)
   bool baselineMpi = false;  // --baseline mpi: MPI's collective timed alongside (weft-perf-mpi)
   std::string jsonPath;   // empty: no JSON
+  std::string calibratePath;  // --calibrate FILE: measure the cost model's parameters instead
+  std::string calibrateLink;  // --link shm|ucx|net (empty: the transport inside this host)
   int threads = 1;
   bool threadsGiven = false;  // -t appeared (it conflicts with a launcher's environment)
 };

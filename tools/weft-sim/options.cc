@@ -118,12 +118,15 @@ LinkParams parseLink(const std::string& flag, const std::string& text) {
 std::string usage() {
   return "usage: weft-sim [--ranks N] [--ranks-per-host N] [--intra 'lat=1us,bw=200GB/s']\n"
          "                [--inter 'lat=5us,bw=25GB/s,msg=5us'] [--reduce GB/s] [--copy GB/s]\n"
-         "                [--tune-file FILE] [--algo WEFT_ALGO] [-b MIN] [-e MAX] [-f FACTOR]\n"
+         "                [--tune-file FILE] [--transport shm|ucx] [--cores N]\n"
+         "                [--algo WEFT_ALGO] [-b MIN] [-e MAX] [-f FACTOR]\n"
          "                [-d TYPE] [-J] COLLECTIVE\n"
          "  COLLECTIVE: all_reduce, broadcast, reduce, all_gather, reduce_scatter, alltoall,\n"
          "              gather or scatter\n"
          "  Prints, per size, every algorithm's predicted time and bus bandwidth and the one\n"
-         "  the tuner picks (-J: JSON).\n"
+         "  the tuner picks (-J: JSON). --transport: the link class inside a host, shm\n"
+         "  (default on one host) or ucx (default on several); --cores: cores per host, which\n"
+         "  more ranks than cores share (the tuning file's host.cores).\n"
          "       weft-sim --topo FILE [--gpus I,J,...] [--root R] [-J]\n"
          "  For the GPUs of an hwloc XML host (default all): broadcast, reduce, allreduce and\n"
          "  allgather throughput\n"
@@ -157,6 +160,12 @@ Options parseOptions(const std::vector<std::string>& args) {
       o.copyGBps = parseNumber(a, value(), "a rate in GB/s");
     } else if (a == "--tune-file") {
       o.tuneFile = value();
+    } else if (a == "--transport") {
+      o.transport = value();
+      if (o.transport != "shm" && o.transport != "ucx")
+        throw UsageError(fmt::format("--transport '{}': expected shm or ucx", o.transport));
+    } else if (a == "--cores") {
+      o.cores = parseCount(a, value(), 0, 1 << 20);
     } else if (a == "--algo") {
       o.algo = value();
       try {
@@ -202,6 +211,7 @@ Options parseOptions(const std::vector<std::string>& args) {
   if (o.help || !o.topoFile.empty()) return o;
   if (!haveCollective) throw UsageError("no collective given");
   if (o.ranksPerHost == 0 || o.ranksPerHost > o.ranks) o.ranksPerHost = o.ranks;
+  if (o.transport.empty()) o.transport = o.ranksPerHost == o.ranks ? "shm" : "ucx";
   if (o.maxBytes < o.minBytes)
     throw UsageError(fmt::format("-e {} is below -b {}", o.maxBytes, o.minBytes));
   return o;

@@ -44,6 +44,11 @@ std::string jsonString(std::string_view s) {
   return out + "\"";
 }
 
+// The parameters of the link class between the ranks of a host (before oversubscription).
+const LinkParams& intraLink(const Options& o, const MachineParams& m) {
+  return m.link(o.transport == "shm" ? LinkClass::Shm : LinkClass::Ucx);
+}
+
 }  // namespace
 
 std::string formatTable(const Options& o, const std::vector<SizeResult>& results) {
@@ -51,10 +56,11 @@ std::string formatTable(const Options& o, const std::vector<SizeResult>& results
   std::string s = fmt::format("# Collective simulation: {} (weft-sim: predicted, not measured)\n",
                               collectiveName(o.collective));
   s += fmt::format(
-      "# nranks {} ranksPerHost {} hosts {} intra {} inter {} reduce {} GB/s copy {} "
-      "GB/s ({})\n",
-      o.ranks, o.ranksPerHost, (o.ranks + o.ranksPerHost - 1) / o.ranksPerHost, linkText(m.ucx),
-      linkText(m.net), m.reduceRate(o.datatype), m.copyGBps,
+      "# nranks {} ranksPerHost {} hosts {} intra {} ({}) inter {} reduce {} GB/s copy {} "
+      "GB/s cores {} ({})\n",
+      o.ranks, o.ranksPerHost, (o.ranks + o.ranksPerHost - 1) / o.ranksPerHost,
+      linkText(intraLink(o, m)), o.transport, linkText(m.net), m.reduceRate(o.datatype),
+      m.copyGBps, m.cores > 0 ? std::to_string(m.cores) : std::string("one per rank"),
       o.tuneFile.empty() ? "command line" : o.tuneFile);
   s += "#\n";
   if (results.empty()) return s + "# (no sizes)\n";
@@ -107,12 +113,13 @@ std::string formatJson(const Options& o, const std::vector<SizeResult>& results)
   std::string s = "{\n  \"tool\": \"weft-sim\",\n";
   s += fmt::format("  \"collective\": {},\n", jsonString(collectiveName(o.collective)));
   s += fmt::format(
-      "  \"machine\": {{\"nranks\": {}, \"ranks_per_host\": {}, \"intra\": {{\"latency_us\": {}, "
-      "\"bandwidth_gbps\": {}, \"message_us\": {}}}, \"inter\": {{\"latency_us\": {}, "
-      "\"bandwidth_gbps\": {}, \"message_us\": {}}}, \"reduce_gbps\": {}, \"copy_gbps\": {}}},\n",
-      o.ranks, o.ranksPerHost, m.ucx.latencyUs, m.ucx.bandwidthGBps, m.ucx.messageUs,
-      m.net.latencyUs, m.net.bandwidthGBps, m.net.messageUs, m.reduceRate(o.datatype),
-      m.copyGBps);
+      "  \"machine\": {{\"nranks\": {}, \"ranks_per_host\": {}, \"transport\": {}, "
+      "\"intra\": {{\"latency_us\": {}, \"bandwidth_gbps\": {}, \"message_us\": {}}}, "
+      "\"inter\": {{\"latency_us\": {}, \"bandwidth_gbps\": {}, \"message_us\": {}}}, "
+      "\"reduce_gbps\": {}, \"copy_gbps\": {}, \"cores\": {}}},\n",
+      o.ranks, o.ranksPerHost, jsonString(o.transport), intraLink(o, m).latencyUs,
+      intraLink(o, m).bandwidthGBps, intraLink(o, m).messageUs, m.net.latencyUs,
+      m.net.bandwidthGBps, m.net.messageUs, m.reduceRate(o.datatype), m.copyGBps, m.cores);
   s += fmt::format("  \"results\": [{}\n  ]\n}}\n", rows);
   return s;
 }

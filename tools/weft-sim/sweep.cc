@@ -27,6 +27,7 @@ MachineParams machineParams(const Options& o) {
     p.reduceGBpsByType = {};
   }
   if (o.copyGBps > 0) p.copyGBps = o.copyGBps;
+  if (o.cores >= 0) p.cores = o.cores;
   return p;
 }
 
@@ -73,8 +74,7 @@ std::vector<SizeResult> simulateSweep(const Options& o) {
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < out.size();) {
       SizeResult& r = out[out.size() - 1 - i];
-      // "ucx": ranks of one host talk over the intra link class, hosts over the inter one.
-      r.priced = tuner.price(o.collective, r.count * elem, o.datatype, "ucx");
+      r.priced = tuner.price(o.collective, r.count * elem, o.datatype, o.transport);
     }
   };
   const unsigned workers =
@@ -94,7 +94,7 @@ std::vector<SizeResult> simulateSweep(const Options& o) {
       r.pick.channels = best.channels;
       r.pick.predictedSeconds = best.seconds;
     } else {
-      r.pick = tuner.choose(o.collective, callBytes, o.datatype, {}, false, "ucx");
+      r.pick = tuner.choose(o.collective, callBytes, o.datatype, {}, false, o.transport);
     }
   }
   return out;

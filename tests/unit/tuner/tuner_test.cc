@@ -205,3 +205,29 @@ TEST_CASE("across hosts, per-message costs make the tuner pick a logarithmic all
     CHECK(choice.predictedSeconds <= linkFloor * 1.05);
   }
 }
+
+TEST_CASE("more ranks than host.cores slow every CPU cost of the host by ranks / cores") {
+  MachineParams params;
+  params.shm = {1.0, 8.0, 0.5};
+  params.net = {5.0, 12.5, 4.0};
+  params.reduceGBps = 6;
+  params.copyGBps = 10;
+  params.cores = 2;
+  CHECK(oversubscription(params, 2) == 1);
+  CHECK(oversubscription(params, 1) == 1);
+  CHECK(oversubscription(params, 6) == 3);
+  const MachineModel even = machineFor(params, 4, 2, "shm", kFloat);
+  CHECK(even.intra.bandwidthGBps == 8.0);
+  CHECK(even.reduceGBps == 6);
+  const MachineModel crowded = machineFor(params, 12, 6, "shm", kFloat);
+  CHECK(crowded.intra.latencyUs == 3.0);
+  CHECK(crowded.intra.bandwidthGBps == Approx(8.0 / 3));
+  CHECK(crowded.intra.messageUs == 1.5);
+  CHECK(crowded.inter.bandwidthGBps == 12.5);  // the wire is not slowed
+  CHECK(crowded.inter.latencyUs == 5.0);
+  CHECK(crowded.inter.messageUs == 12.0);
+  CHECK(crowded.reduceGBps == 2);
+  CHECK(crowded.copyGBps == Approx(10.0 / 3));
+  params.cores = 0;  // unknown: a core per rank
+  CHECK(machineFor(params, 12, 6, "shm", kFloat).intra.bandwidthGBps == 8.0);
+}

@@ -224,3 +224,13 @@ TEST_CASE("registered buffers: -R 1 asks for weftMemAlloc buffers, as nccl-tests
   CHECK(ok({"all_reduce", "--local_register=1"}).registered);
   CHECK(parse({"all_reduce", "-R", "2"}).kind == ParseOutcome::Kind::Error);
 }
+
+TEST_CASE("--calibrate FILE replaces the collective; --link names the link class it measures") {
+  const Options o = ok({"--calibrate", "tune.txt"});
+  CHECK(o.calibratePath == "tune.txt");
+  CHECK(o.calibrateLink.empty());
+  CHECK(ok({"--calibrate=t", "--link", "net"}).calibrateLink == "net");
+  CHECK_THAT(bad({"all_reduce", "--calibrate", "t"}), Catch::Contains("not a collective"));
+  CHECK_THAT(bad({"--link", "ucx"}), Catch::Contains("give --calibrate FILE too"));
+  CHECK_THAT(bad({"--calibrate", "t", "--link", "tcp"}), Catch::Contains("shm, ucx or net"));
+}

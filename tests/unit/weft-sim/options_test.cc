@@ -22,6 +22,16 @@ TEST_CASE("weft-sim parses the issue's command line") {
   CHECK(o.maxBytes == uint64_t{1} << 30);
   CHECK(o.stepFactor == 4);
   CHECK_FALSE(o.json);
+  CHECK(o.transport == "ucx");  // several hosts: UCX, as weft runs them
+  CHECK(o.cores == -1);
+}
+
+TEST_CASE("weft-sim's link class inside a host follows weft's transport unless given") {
+  CHECK(parseOptions({"--ranks", "4", "all_reduce"}).transport == "shm");
+  CHECK(parseOptions({"--ranks", "4", "--transport", "ucx", "all_reduce"}).transport == "ucx");
+  CHECK(parseOptions({"--ranks", "4", "--cores", "2", "all_reduce"}).cores == 2);
+  CHECK_THROWS_WITH(parseOptions({"--transport", "tcp", "all_reduce"}),
+                    Catch::Contains("expected shm or ucx"));
 }
 
 TEST_CASE("link units convert to microseconds and GB/s") {

@@ -3,7 +3,12 @@
 // bus bandwidth factors follow nccl-tests.
 #include "sweep.hpp"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "algorithms/cost/simulator.hpp"
@@ -53,4 +58,33 @@ TEST_CASE("weft-sim's sizes and bus bandwidth factors follow nccl-tests") {
   CHECK(busBandwidthFactor(Collective::AllReduce, 8) == Approx(2.0 * 7 / 8));
   CHECK(busBandwidthFactor(Collective::AllGather, 8) == Approx(7.0 / 8));
   CHECK(busBandwidthFactor(Collective::Broadcast, 8) == 1);
+}
+
+TEST_CASE("with a tuning file, weft-sim prices the link class and cores it is given") {
+  const std::string path = "weft-sim-sweep-test-" + std::to_string(::getpid()) + ".tune";
+  {
+    std::ofstream f(path);
+    f << "version = 1\nshm.latency_us = 1\nshm.bandwidth_gbps = 4\nucx.latency_us = 1\n"
+         "ucx.bandwidth_gbps = 1\nreduce_gbps = 100\ncopy_gbps = 100\nhost.cores = 2\n";
+  }
+  auto ringSeconds = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"--ranks", "4", "--tune-file", path, "--algo", "allreduce:ring",
+                                  "all_reduce", "-b", "16M", "-e", "16M"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::vector<SizeResult> results = simulateSweep(parseOptions(args));
+    REQUIRE(results.size() == 1);
+    REQUIRE(results[0].pick.algorithm != nullptr);
+    return results[0].pick.predictedSeconds;
+  };
+  const double shm = ringSeconds({});
+  const double ucx = ringSeconds({"--transport", "ucx"});
+  const double shmCoreEach = ringSeconds({"--cores", "4"});
+  // A ring allreduce moves 2(p-1)/p of the buffer over each rank's link: 24 MiB here.
+  const double bytes = 2.0 * 3 / 4 * (16 << 20);
+  CHECK(shm > bytes / 4e9);
+  CHECK(ucx > bytes / 1e9);
+  CHECK(ucx > 3 * shm);
+  // 4 ranks on 2 cores: everything inside the host runs at half speed.
+  CHECK(shm == Approx(2 * shmCoreEach).epsilon(0.05));
+  std::remove(path.c_str());
 }

@@ -1,0 +1,24 @@
+// weft-perf --calibrate FILE: measures this machine's parameters for weft's cost model and
+// writes them to a tuning file (WEFT_TUNE_FILE; format in algorithms/cost/tune_file.hpp).
+//
+// Every rank of the job takes part; run it with the ranks placed on the link class to measure:
+//   weftrun -n 2 weft-perf --calibrate tune.txt                     # shm, reductions, copies
+//   WEFT_SHM_DISABLE=1 weftrun -n 2 weft-perf --calibrate tune.txt  # ucx (UCX inside a host)
+//   mpirun -np 2 --host a,b weft-perf --calibrate tune.txt --link net  # one rank per host
+// What it measures (calibration_fit.hpp has the arithmetic):
+//   - the link: ring exchanges of one 8-byte message, of a burst of 32 such messages, and of
+//     single messages from 64 KiB to 16 MiB: per-message CPU, latency, bandwidth;
+//   - with --link shm also each rank's reduction rate (sum, every datatype) and memcpy rate,
+//     all ranks at once as in a collective, on 4 MiB operands, and the host's cores.
+// An existing FILE keeps the keys this run does not measure; it is replaced atomically.
+#pragma once
+
+#include "bench.hpp"
+#include "options.hpp"
+
+namespace weft::perf {
+
+// Returns the exit status (0, or 1 after a message when FILE cannot be read or written).
+int runCalibration(const Options& options, const RankSetup& setup);
+
+}  // namespace weft::perf
