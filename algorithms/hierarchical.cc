@@ -78,6 +78,14 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
     return chunkOf(Range{sh.offset + bl.offset, bl.count}, chunks, j);
   };
   auto unitIndex = [&](int block, uint64_t j) { return static_cast<uint64_t>(block) * chunks + j; };
+  // Blocks named relative to this host's place in the ring (as ring.cc names them). Stages 1
+  // and 3 walk the blocks in the order the ring needs them (pos-1, pos-2, ..., pos) and finishes
+  // them (pos, pos-1, ...): each host's schedule is then the previous host's rotated, which
+  // keeps the units flowing in order and lets the cost model replay one host for all.
+  const int pos = layout.host;
+  auto blockAt = [&](int offset) { return ((pos + offset) % H + H) % H; };
+  auto neededOrder = [&](int i) { return blockAt(-1 - i); };
+  auto finishedOrder = [&](int i) { return blockAt(-i); };
 
   // Stage 1, senders: my part of every other shard to its owner on this host, unit by unit.
   // sentOf[i][u]: the send of unit u of shard i (a later receive into the same bytes, in place,
@@ -85,11 +93,13 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
   std::vector<std::vector<StepId>> sentOf(m, std::vector<StepId>(units, kNoStep));
   for (int i = 0; i < m; ++i) {
     if (i == myShard) continue;
-    for (int block = 0; block < H; ++block)
+    for (int n = 0; n < H; ++n) {
+      const int block = neededOrder(n);
       for (uint64_t j = 0; j < chunks; ++j) {
         const Range u = unit(i, block, j);
         sentOf[i][unitIndex(block, j)] = b.send(mine[i], at(BufferId::Send, u, e), u.count * e);
       }
+    }
   }
 
   // ready[u]: the last step that wrote unit u of my shard (stage 1, then 2).
@@ -103,7 +113,8 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
 
   if (owner) {
     // Stage 1, owner: own input into the receive buffer, then every local peer's part added.
-    for (int block = 0; block < H; ++block)
+    for (int n = 0; n < H; ++n) {
+      const int block = neededOrder(n);
       for (uint64_t j = 0; j < chunks; ++j) {
         const Range u = unit(myShard, block, j);
         const uint64_t x = unitIndex(block, j);
@@ -114,16 +125,15 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
                                   at(BufferId::Recv, u, e), u.count * e, {ready[x]});
         }
       }
+    }
 
     // Stage 2: ring allreduce of my shard among its owners on every host, in place in the
     // receive buffer (ring.cc's schedule, over host positions). Reduce-scatter step t sends
     // block host-t-1 and receives block host-t-2; allgather step t sends block host-t and
     // receives block host-t-1.
     if (H > 1) {
-      const int pos = layout.host;
       const int right = layout.ranksOf[(pos + 1) % H][myShard];
       const int left = layout.ranksOf[(pos + H - 1) % H][myShard];
-      auto blockAt = [&](int offset) { return ((pos + offset) % H + H) % H; };
       std::vector<std::vector<StepId>> rsSend(H - 1, std::vector<StepId>(chunks));
       for (int t = 0; t < H - 1; ++t) {
         const int sendBlock = blockAt(-t - 1), recvBlock = blockAt(-t - 2);
@@ -162,23 +172,27 @@ Schedule hierarchicalAllReduce(const CollectiveShape& s) {
     // Stage 3, owner: the finished shard to every other local rank.
     for (int peer = 0; peer < k; ++peer) {
       if (peer == layout.local) continue;
-      for (int block = 0; block < H; ++block)
+      for (int n = 0; n < H; ++n) {
+        const int block = finishedOrder(n);
         for (uint64_t j = 0; j < chunks; ++j) {
           const Range u = unit(myShard, block, j);
           b.send(mine[peer], at(BufferId::Recv, u, e), u.count * e, {ready[unitIndex(block, j)]});
         }
+      }
     }
   }
 
   // Stage 3, receivers: every other shard from its owner on this host.
   for (int i = 0; i < m; ++i) {
     if (i == myShard) continue;
-    for (int block = 0; block < H; ++block)
+    for (int n = 0; n < H; ++n) {
+      const int block = finishedOrder(n);
       for (uint64_t j = 0; j < chunks; ++j) {
         const Range u = unit(i, block, j);
         const uint64_t x = unitIndex(block, j);
         b.recv(mine[i], at(BufferId::Recv, u, e), u.count * e, {sentOf[i][x]});
       }
+    }
   }
   return std::move(b).finish();
 }

@@ -61,7 +61,7 @@ constexpr std::array kAlgorithms = {
               "multi-host: each host reduces (allreduce) or gathers (allgather) onto its first m "
               "ranks, those run m inter-host rings at once, then share on their host (m: fewest "
               "ranks per host)",
-              &buildHierarchical, Symmetry::None, kAllReduce | kAllGather},
+              &buildHierarchical, Symmetry::Rotation, kAllReduce | kAllGather},
 };
 
 }  // namespace

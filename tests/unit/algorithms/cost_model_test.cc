@@ -106,7 +106,10 @@ TEST_CASE("replaying one rank per symmetry class gives what replaying every rank
             m.inter = {5, 25};
             m.reduceGBps = 20;
             m.copyGBps = 40;
-            const CollectiveShape s{coll, p, 0, count, 4, 0, false, 16384};
+            std::vector<int> hosts;  // the model's: rank r on host r / perHost
+            for (int r = 0; r < p; ++r) hosts.push_back(r / perHost);
+            CollectiveShape s{coll, p, 0, count, 4, 0, false, 16384};
+            s.hostOfRank = hosts;
             SimOptions full;
             full.full = true;
             const SimResult fast = simulate(a, s, m), slow = simulate(a, s, m, full);

@@ -180,11 +180,13 @@ TEST_CASE("across hosts, per-message costs make the tuner pick a logarithmic all
     CHECK(choice.predictedSeconds < ringFloor);
   }
   {
-    // The 2 x 2 test bed (perf/multihost_allreduce): 1 Gbit/s links, 40 us of CPU per message
-    // across hosts. 64 MiB: every host must send 2(H-1)/H x n = n bytes over its link, so no
-    // schedule beats n / b; 16 KiB chunks would add thousands of messages per rank.
+    // The 2 x 2 test bed (perf/multihost_allreduce): 1 Gbit/s links, here with 400 us of CPU
+    // per message across hosts (10x what tcp costs there), more than a 16 KiB chunk's 131 us on
+    // the wire. 64 MiB: every host must send 2(H-1)/H x n = n bytes over its link, so no
+    // schedule beats n / b; 16 KiB chunks would put thousands of messages' CPU time, longer
+    // than the transfer itself, on every rank's critical path.
     TunerSettings settings;
-    settings.machine.net = {5, 0.125, 40};
+    settings.machine.net = {5, 0.125, 400};
     const int p = 4;
     const uint64_t bytes = uint64_t{64} << 20;
     Tuner tuner(p, 2, settings);
