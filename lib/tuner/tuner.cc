@@ -139,38 +139,41 @@ TunerChoice Tuner::choose(Collective collective, uint64_t bytes, weftDataType_t 
     return choice;
   }
   if (choosesNative(collective, overrides, nativeAvailable)) return choice;
-  const std::vector<const Algorithm*> candidates = allowed(collective);
-  if (candidates.empty())
-    fail(weftInvalidUsage,
-         "WEFT_ALGO leaves no schedule algorithm for {} ({}), and the native "
-         "shared-memory collectives cannot serve this communicator",
-         collectiveName(collective), settings_.selection.describe(collective));
-  if (nranks_ == 1 || candidates.size() == 1) {
-    choice.algorithm = candidates.front();
-    choice.chunkBytes = tagSafeChunk(fixedChunk ? fixedChunk : kDefaultChunkBytes, bytes);
-    return choice;
-  }
   const int bucket = sizeBucket(bytes);
   const Key key{collective, bucket, datatype};
   auto it = decisions_.find(key);
   if (it == decisions_.end()) {
-    // The bucket is priced at its lower bound, so every size in it gets the same answer.
-    const uint64_t elem = datatypeSize(datatype);
-    const uint64_t priced = std::max<uint64_t>(elem, (uint64_t{1} << bucket) / elem * elem);
-    const Candidate best = cheapest(price(collective, priced, datatype, transport));
+    const std::vector<const Algorithm*> candidates = allowed(collective);
+    if (candidates.empty())
+      fail(weftInvalidUsage,
+           "WEFT_ALGO leaves no schedule algorithm for {} ({}), and the native "
+           "shared-memory collectives cannot serve this communicator",
+           collectiveName(collective), settings_.selection.describe(collective));
     TunerChoice decided;
-    decided.algorithm = best.algorithm;
-    decided.chunkBytes = best.chunkBytes;
-    decided.channels = best.channels;
-    decided.predictedSeconds = best.seconds;
-    WEFT_INFO(kSubsysTune,
-              "tuner: {} of 2^{} B ({} ranks, {} per host, {}): {} chunk {} B x{} "
-              "channel(s), {:.3g} us predicted",
-              collectiveName(collective), bucket, nranks_, ranksPerHost_, transport,
-              best.algorithm->name, best.chunkBytes, best.channels, best.seconds * 1e6);
+    if (nranks_ == 1 || candidates.size() == 1) {
+      // Nothing to price: the only candidate, with the fixed or default chunk (0 here: read
+      // below, since a test's override may change between calls).
+      decided.algorithm = candidates.front();
+      decided.chunkBytes = 0;
+    } else {
+      // The bucket is priced at its lower bound, so every size in it gets the same answer.
+      const uint64_t elem = datatypeSize(datatype);
+      const uint64_t priced = std::max<uint64_t>(elem, (uint64_t{1} << bucket) / elem * elem);
+      const Candidate best = cheapest(price(collective, priced, datatype, transport));
+      decided.algorithm = best.algorithm;
+      decided.chunkBytes = best.chunkBytes;
+      decided.channels = best.channels;
+      decided.predictedSeconds = best.seconds;
+      WEFT_INFO(kSubsysTune,
+                "tuner: {} of 2^{} B ({} ranks, {} per host, {}): {} chunk {} B x{} "
+                "channel(s), {:.3g} us predicted",
+                collectiveName(collective), bucket, nranks_, ranksPerHost_, transport,
+                best.algorithm->name, best.chunkBytes, best.channels, best.seconds * 1e6);
+    }
     it = decisions_.emplace(key, decided).first;
   }
   choice = it->second;
+  if (choice.chunkBytes == 0) choice.chunkBytes = fixedChunk ? fixedChunk : kDefaultChunkBytes;
   choice.chunkBytes = tagSafeChunk(choice.chunkBytes, bytes);
   return choice;
 }
