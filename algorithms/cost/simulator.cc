@@ -101,7 +101,7 @@ struct Event {
   uint32_t version;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
-enum : uint32_t { kFlowDone, kArrive, kComputed, kPosted };
+enum : uint32_t { kFlowDone, kArrive, kComputed, kPosted, kCopied };
 
 class Replay {
  public:
@@ -137,6 +137,7 @@ class Replay {
         case kArrive: arrive(ev.id, ev.t); break;
         case kComputed: complete(ev.id, ev.t); break;
         case kPosted: startFlow(ev.id, ev.t); break;
+        case kCopied: copied(ev.id, ev.t); break;
       }
       drain(ev.t);
     }
@@ -302,6 +303,8 @@ class Replay {
     const int from = static_cast<int>(step.rank), to = step.peer;
     const bool local = frame_.host(from) == frame_.host(to);
     const LinkParams& link = local || model_.links ? model_.intra : model_.inter;
+    if (local && model_.intraCopiedByReceiver && !model_.links && step.bytes > model_.eagerBytes)
+      return copyByReceiver(s, t);
     uint32_t id;
     if (!freeFlows_.empty()) {
       id = freeFlows_.back();
@@ -473,6 +476,23 @@ class Replay {
       if (c.head == kNone) c.tail = kNone;
       activate(c.active, t);
     }
+  }
+
+  // A rendezvous send's receive is posted by now (start() held the send until it was): the
+  // receiver's CPU copies the message once it is announced and the CPU is free.
+  void copyByReceiver(uint32_t s, double t) {
+    const SimStep& step = steps_[s];
+    double& cpu = cpuFree_[steps_[step.recv].rank];
+    cpu = std::max(cpu, t + model_.intra.latencyUs * 1e-6) +
+          static_cast<double>(step.bytes) / (model_.intra.bandwidthGBps * 1e9);
+    push(cpu, kCopied, s);
+  }
+
+  void copied(uint32_t send, double t) {
+    const uint32_t recv = steps_[send].recv;
+    complete(send, t);
+    steps_[recv].arrivedAt = t;
+    if (steps_[recv].readyAt != kNever) received(recv, t);
   }
 
   void arrive(uint32_t id, double t) {

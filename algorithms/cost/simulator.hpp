@@ -8,6 +8,8 @@
 //   - a receive completes at max(posted, arrived); receive-reduce, reduce and copy steps then
 //     occupy the rank's CPU (one at a time, in order) for bytes / rate;
 //   - the operation takes as long as its last step.
+// With intraCopiedByReceiver (weft's shared memory), a rendezvous message inside a host is a
+// copy on the receiver's CPU instead of a flow: it waits for that CPU like a reduction does.
 // Links: a flow between ranks of one host uses the sender's intra-host egress and the receiver's
 // intra-host ingress; a flow between hosts uses the two hosts' network egress and ingress (the
 // ranks of a host share their host's network bandwidth). Rank r lives on host r / ranksPerHost.
@@ -63,6 +65,10 @@ struct MachineModel {
   double reduceGBps = 0;       // bytes of one operand reduced per second per rank; 0: free
   double copyGBps = 0;         // local copies; 0: free
   uint64_t eagerBytes = 8192;  // larger messages wait for their receive (rendezvous)
+  // weft's shared-memory transport: a larger message between ranks of one host is not a flow
+  // on a link but a copy by the receiver's CPU (CMA, process_vm_readv), at intra.bandwidthGBps
+  // once announced (intra.latencyUs), one at a time with the receiver's reductions and copies.
+  bool intraCopiedByReceiver = false;
   const LinkRoutes* links = nullptr;  // not owned; null: ranks and hosts as above
 };
 

@@ -156,7 +156,8 @@ MachineParams parseTuneFile(std::string_view text, const std::string& name) {
       p.cores = static_cast<int>(value);
       continue;
     }
-    const bool mayBeZero = std::string_view(key).ends_with(".message_us");
+    const bool mayBeZero =
+        std::string_view(key).ends_with(".message_us") || key == "host.switch_us";
     if (value < 0 || (value == 0 && !mayBeZero))
       bad(fmt::format("{} must be positive", key));
     double* field = nullptr;
@@ -169,6 +170,7 @@ MachineParams parseTuneFile(std::string_view text, const std::string& name) {
     }
     if (key == "reduce_gbps") field = &p.reduceGBps;
     if (key == "copy_gbps") field = &p.copyGBps;
+    if (key == "host.switch_us") field = &p.switchUs;
     if (key.rfind("reduce_gbps.", 0) == 0) {
       const auto type = parseDatatype(std::string_view(key).substr(12));
       if (!type) bad(fmt::format("{}: unknown datatype '{}'", key, key.substr(12)));
@@ -209,6 +211,7 @@ std::string formatTuneFile(const MachineParams& p) {
   out += fmt::format("copy_gbps = {}\n", p.copyGBps);
   out += formatCurve("copy_gbps", p.copyCurve);
   if (p.cores > 0) out += fmt::format("host.cores = {}\n", p.cores);
+  if (p.switchUs > 0) out += fmt::format("host.switch_us = {}\n", p.switchUs);
   return out;
 }
 

@@ -15,6 +15,7 @@
 //   reduce_gbps.bfloat16 = 3.2    # optional, per datatype (nccl-tests names)
 //   copy_gbps = 12
 //   host.cores = 2                # CPU cores the ranks of a host share (0 or absent: a core each)
+//   host.switch_us = 3.6          # what waking a rank costs when ranks outnumber cores
 //   shm.bandwidth_gbps@65536 = 28 # optional: the rate for operations of this many bytes
 // Rates depend on how much memory an operation touches: calibration measures the link
 // bandwidths, reduce_gbps and copy_gbps at several sizes (`key@bytes`), and the model takes the
@@ -61,6 +62,9 @@ struct MachineParams {
   // (copies through shared memory, reductions, per-message work) takes ranks/cores times
   // longer (machineFor in lib/tuner). 0: every rank has a core of its own.
   int cores = 0;
+  // With more ranks than cores, a message often waits for its receiver to be scheduled: added
+  // to the intra-host latency then (measured by calibrating with more ranks than cores).
+  double switchUs = 0;
   // Size-dependent rates (`key@bytes` lines), for the bandwidth of each link class, reduce_gbps
   // (float32; the other datatypes' rates follow its shape) and copy_gbps.
   std::array<RateCurve, 3> bandwidthCurve;  // indexed by LinkClass

@@ -49,15 +49,22 @@ int sizeBucket(uint64_t bytes) {
   return b;
 }
 
-uint64_t footprintBytes(Collective collective, uint64_t bytes, int nranks) {
+uint64_t footprintBytes(Collective collective, uint64_t bytes, int nranks, int ranksPerHost,
+                        const MachineParams& params) {
+  uint64_t perRank = bytes;
   switch (collective) {
     case Collective::AllGather:
     case Collective::ReduceScatter:
     case Collective::AlltoAll:
     case Collective::Gather:
-    case Collective::Scatter: return bytes * static_cast<uint64_t>(std::max(1, nranks));
-    default: return bytes;
+    case Collective::Scatter: perRank = bytes * static_cast<uint64_t>(std::max(1, nranks)); break;
+    default: break;
   }
+  // The host's ranks share its caches and memory: what they touch together, in units of what
+  // calibration's ranks (one per core) touched.
+  if (params.cores <= 0) return perRank;
+  return static_cast<uint64_t>(static_cast<double>(perRank) * std::max(1, ranksPerHost) /
+                               params.cores);
 }
 
 double oversubscription(const MachineParams& params, int ranksPerHost) {
@@ -73,6 +80,7 @@ MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHos
   // Between ranks of one host: weft's shared-memory transport, or UCX's (which picks shared
   // memory itself); between hosts: UCX over the network.
   m.intra = transport == "ucx" ? params.ucx : params.shm;
+  m.intraCopiedByReceiver = transport != "ucx";
   m.inter = params.net;
   m.reduceGBps = params.reduceRate(datatype);
   m.copyGBps = params.copyGBps;
@@ -82,6 +90,7 @@ MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHos
   // hosts the wire is not slowed, only the sender's per-message work.
   const double share = oversubscription(params, m.ranksPerHost);
   m.intra.latencyUs *= share;
+  if (share > 1) m.intra.latencyUs += params.switchUs;
   m.intra.bandwidthGBps /= share;
   m.intra.messageUs *= share;
   m.inter.messageUs *= share;
@@ -114,7 +123,8 @@ std::vector<Candidate> Tuner::price(Collective collective, uint64_t bytes, weftD
   request.collective = collective;
   request.elemSize = static_cast<uint32_t>(datatypeSize(datatype));
   request.count = bytes / request.elemSize;
-  request.model = machineFor(settings_.machine.atSize(footprintBytes(collective, bytes, nranks_)),
+  request.model = machineFor(settings_.machine.atSize(footprintBytes(
+                                 collective, bytes, nranks_, ranksPerHost_, settings_.machine)),
                              nranks_, ranksPerHost_, transport, datatype);
   request.algorithms = allowed(collective);
   request.chunkBytes = settings_.chunkBytes;

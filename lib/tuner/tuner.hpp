@@ -49,9 +49,12 @@ const TunerSettings& tunerSettings();
 
 inline constexpr uint64_t kDefaultChunkBytes = uint64_t{512} << 10;
 
-// The size at which the machine's size-dependent rates are read (MachineParams::atSize): the
-// largest buffer a rank of the collective touches, for a call of `bytes` (count x element).
-uint64_t footprintBytes(Collective collective, uint64_t bytes, int nranks);
+// The size at which the machine's size-dependent rates are read (MachineParams::atSize) for a
+// call of `bytes` (count x element): the largest buffer a rank of the collective touches,
+// times ranksPerHost / params.cores when the cores are known (calibration ran one rank per
+// core, and the host's ranks share its caches and memory).
+uint64_t footprintBytes(Collective collective, uint64_t bytes, int nranks, int ranksPerHost,
+                        const MachineParams& params);
 
 // How much slower a host's ranks run than with a core each: ranksPerHost / params.cores when
 // the host has fewer cores than ranks (host.cores in the tuning file), else 1.
@@ -59,7 +62,8 @@ double oversubscription(const MachineParams& params, int ranksPerHost);
 
 // The machine the cost model sees for a communicator: `transport` is its transport's name
 // (shm: weft's shared memory; ucx: UCX, between hosts when ranksPerHost < nranks). Rates and
-// per-message costs are scaled by oversubscription().
+// per-message costs are scaled by oversubscription(), and the intra-host latency then also
+// gains params.switchUs.
 MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHost,
                         std::string_view transport, weftDataType_t datatype);
 

@@ -27,8 +27,10 @@ using Clock = std::chrono::steady_clock;
 constexpr int kBurstMessages = 32;
 constexpr int kRounds = 5;
 constexpr uint64_t kOperandBytes = uint64_t{4} << 20;
+// Up to where the caches no longer matter: a 64 MiB exchange touches 128 MiB per rank, and is
+// still a third slower per byte than a 16 MiB one on the 2-core build machines.
 constexpr uint64_t kLargeSizes[] = {uint64_t{64} << 10, uint64_t{256} << 10, uint64_t{1} << 20,
-                                    uint64_t{4} << 20, uint64_t{16} << 20};
+                                    uint64_t{4} << 20,  uint64_t{16} << 20,  uint64_t{64} << 20};
 
 double seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -68,8 +70,10 @@ double timed(const RankSetup& s, int iters, const Body& body) {
 }
 
 // One ring exchange: `messages` messages of `bytes` to the next rank and as many from the
-// previous one, in one group (a ring schedule's step).
-double ringExchange(const RankSetup& s, uint64_t bytes, int messages, int iters) {
+// previous one, in one group (a ring schedule's step), then `after(send, recv)`.
+template <typename After>
+double ringExchange(const RankSetup& s, uint64_t bytes, int messages, int iters,
+                    const After& after) {
   std::vector<uint8_t> send(bytes * messages, 1), recv(bytes * messages);
   const int next = (s.rank + 1) % s.nranks, prev = (s.rank + s.nranks - 1) % s.nranks;
   return timed(s, iters, [&] {
@@ -81,7 +85,16 @@ double ringExchange(const RankSetup& s, uint64_t bytes, int messages, int iters)
              "weftRecv");
     }
     ensure(s, weftGroupEnd(), "weftGroupEnd");
+    after(send.data(), recv.data());
   });
+}
+
+double ringExchange(const RankSetup& s, uint64_t bytes, int messages, int iters) {
+  return ringExchange(s, bytes, messages, iters, [](uint8_t*, const uint8_t*) {});
+}
+
+int exchangeIters(uint64_t bytes) {
+  return static_cast<int>(std::clamp<uint64_t>((uint64_t{256} << 20) / bytes, 5, 200));
 }
 
 // Bytes of one operand per second, every rank working at once.
@@ -122,6 +135,39 @@ LinkClass linkClass(const Options& o) {
   return disabled != nullptr && std::strcmp(disabled, "1") == 0 ? LinkClass::Ucx : LinkClass::Shm;
 }
 
+// More ranks than cores: the rates and costs of the file (measured with one rank per core)
+// slow by ranks / cores in the model; what waking a rank that is not running adds on top is
+// host.switch_us, from the 8-byte exchange. Everything else in the file is kept.
+int calibrateOversubscribed(const Options& o, const RankSetup& s, MachineParams& params,
+                            int cores) {
+  int base = params.cores > 0 ? 1 : 0;
+  ensure(s, weftBroadcast(&base, &base, 1, weftInt32, 0, s.comm, nullptr), "weftBroadcast");
+  if (!base) {
+    if (s.rank == 0)
+      fmt::print(stderr,
+                 "weft-perf: --calibrate {}: {} ranks on {} cores measure what oversubscription "
+                 "adds to a calibration with one rank per core, and {} has none: run "
+                 "'weftrun -n {} weft-perf --calibrate {}' first\n",
+                 o.calibratePath, s.nranks, cores, o.calibratePath, cores, o.calibratePath);
+    return 1;
+  }
+  const double one = ringExchange(s, 8, 1, 2000);
+  if (s.rank != 0) return 0;
+  const double share = static_cast<double>(s.nranks) / params.cores;
+  const double modelled = (params.shm.latencyUs + params.shm.messageUs) * share;
+  params.switchUs = std::max(0.0, one * 1e6 - modelled);
+  fmt::print("# {} ranks on {} cores: 1 x 8 B exchange {:.2f} us, {:.2f} us from the file's "
+             "shm costs x {:.3g}: host.switch_us = {:.3g}\n",
+             s.nranks, params.cores, one * 1e6, modelled, share, params.switchUs);
+  if (!writeAtomically(o.calibratePath, formatTuneFile(params))) {
+    fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
+               std::strerror(errno));
+    return 1;
+  }
+  fmt::print("# wrote {}\n", o.calibratePath);
+  return 0;
+}
+
 }  // namespace
 
 int runCalibration(const Options& o, const RankSetup& s) {
@@ -144,20 +190,16 @@ int runCalibration(const Options& o, const RankSetup& s) {
   if (rank0) {
     fmt::print("# weft-perf --calibrate {}: {} ranks, link {}\n", o.calibratePath, s.nranks,
                linkClassName(link));
-    if (link != LinkClass::Net && cores > 0 && s.nranks > cores)
-      fmt::print("# warning: {} ranks on {} cores measure oversubscription, which the model "
-                 "adds itself (host.cores): calibrate with one rank per core\n",
-                 s.nranks, cores);
     std::fflush(stdout);
   }
+  if (link != LinkClass::Net && cores > 0 && s.nranks > cores)
+    return calibrateOversubscribed(o, s, params, cores);
 
   const double one = ringExchange(s, 8, 1, 2000);
   const double burst = ringExchange(s, 8, kBurstMessages, 200);
   std::vector<SizeSample> large;
-  for (uint64_t bytes : kLargeSizes) {
-    const int iters = static_cast<int>(std::clamp<uint64_t>((uint64_t{256} << 20) / bytes, 5, 200));
-    large.push_back({static_cast<double>(bytes), ringExchange(s, bytes, 1, iters)});
-  }
+  for (uint64_t bytes : kLargeSizes)
+    large.push_back({static_cast<double>(bytes), ringExchange(s, bytes, 1, exchangeIters(bytes))});
   const LinkFit fit = fitLink(one, burst, kBurstMessages, large);
   LinkParams& measured = link == LinkClass::Shm   ? params.shm
                          : link == LinkClass::Ucx ? params.ucx
@@ -187,20 +229,38 @@ int runCalibration(const Options& o, const RankSetup& s) {
     // The CPU's share of a collective: reductions and copies, every rank at once (as in a
     // collective, they share the memory system), by size (curves) and, for every datatype, on
     // 4 MiB operands (each datatype's curve is float32's, scaled).
-    std::vector<uint8_t> a(kLargeSizes[std::size(kLargeSizes) - 1]), b(a.size());
+    // By size, as a schedule's steps run them: after an exchange, into the buffer the peer
+    // has just read (its cache lines must be taken back from the peer's core first, which
+    // makes a 32 KiB reduction several times slower than on a private buffer), with the
+    // received data as the other operand. The rate is the bytes over what the step adds to
+    // the exchange alone.
     constexpr int kReps = 16;
     params.reduceCurve = params.copyCurve = {};
     const ReduceFn sum = reduceKernel(weftFloat32, ReduceKind::Sum);
-    if (rank0) fmt::print("# {:>10}  {:>18}  {:>16}\n", "size (B)", "reduce float (GB/s)", "copy (GB/s)");
-    for (uint64_t bytes : kLargeSizes) {
-      const int reps = static_cast<int>(std::clamp<uint64_t>((uint64_t{64} << 20) / bytes, 4, 1000));
-      const double reduce =
-          rate(s, bytes, reps, [&] { sum(a.data(), a.data(), b.data(), bytes / 4); });
-      const double copy = rate(s, bytes, reps, [&] { std::memcpy(a.data(), b.data(), bytes); });
+    if (rank0)
+      fmt::print("# {:>10}  {:>22}  {:>20}\n", "size (B)", "reduce float (GB/s)",
+                 "copy (GB/s)");
+    auto stepRate = [&](const SizeSample& exchange, const auto& step) {
+      const uint64_t bytes = static_cast<uint64_t>(exchange.bytes);
+      const double with = ringExchange(s, bytes, 1, exchangeIters(bytes), step);
+      // Never faster than noise allows: at least 1 ns per 64 bytes.
+      const double added = std::max(with - exchange.seconds, exchange.bytes / 64 * 1e-9);
+      return exchange.bytes / added / 1e9;
+    };
+    for (const SizeSample& x : large) {
+      const uint64_t bytes = static_cast<uint64_t>(x.bytes);
+      const double reduce = stepRate(x, [&](uint8_t* mine, const uint8_t* theirs) {
+        sum(mine, mine, theirs, bytes / 4);
+      });
+      const double copy = stepRate(
+          x, [&](uint8_t* mine, const uint8_t* theirs) { std::memcpy(mine, theirs, bytes); });
       params.reduceCurve.add(bytes, reduce);
       params.copyCurve.add(bytes, copy);
-      if (rank0) fmt::print("  {:>10}  {:>18.3g}  {:>16.3g}\n", bytes, reduce, copy);
+      if (rank0) fmt::print("  {:>10}  {:>22.3g}  {:>20.3g}\n", bytes, reduce, copy);
     }
+    // Every datatype on private 4 MiB operands: how the datatypes compare (their curves are
+    // float32's, scaled by these).
+    std::vector<uint8_t> a(kOperandBytes), b(kOperandBytes);
     for (const DatatypeInfo& d : kDatatypes) {
       const ReduceFn kernel = reduceKernel(d.type, ReduceKind::Sum);
       const uint64_t count = kOperandBytes / d.size;
@@ -213,8 +273,7 @@ int runCalibration(const Options& o, const RankSetup& s) {
       if (rank0) fmt::print("# reduce (sum) {}: {:.3g} GB/s\n", d.name, gbps);
     }
     params.reduceGBpsByType[static_cast<size_t>(weftFloat32)] = 0;  // reduce_gbps itself
-    params.copyGBps =
-        rate(s, kOperandBytes, kReps, [&] { std::memcpy(a.data(), b.data(), kOperandBytes); });
+    params.copyGBps = params.copyCurve.at(kOperandBytes, 0);
     params.cores = cores;
     if (rank0) fmt::print("# copy: {:.3g} GB/s\n# host: {} cores\n", params.copyGBps, cores);
   }

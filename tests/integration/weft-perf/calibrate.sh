@@ -23,6 +23,22 @@ WEFT_SHM_DISABLE=1 "$bin/weftrun" -n 2 --timeout 240 "$bin/weft-perf" --calibrat
 grep -q '^ucx.bandwidth_gbps@1048576 = [0-9]' "$tune" || fail "the ucx run wrote no ucx curve"
 [[ $(grep '^shm\.' "$tune") == "$shm_before" ]] || fail "the ucx run changed the shm keys"
 
+# More ranks than cores: only host.switch_us is measured, on top of the file. (Skipped where
+# that would take more than 5 ranks.)
+cores=$(nproc)
+if (( cores <= 4 )); then
+  "$bin/weftrun" -n $((cores + 1)) --timeout 240 "$bin/weft-perf" --calibrate "$tune" \
+    | tee "$work/over.txt"
+  grep -q "host.switch_us = " "$work/over.txt" || fail "the oversubscribed run said nothing"
+  [[ $(grep '^shm\.' "$tune") == "$shm_before" ]] || fail "the oversubscribed run changed shm"
+  # Without a calibration at one rank per core to build on, it is an error.
+  if "$bin/weftrun" -n $((cores + 1)) --timeout 240 "$bin/weft-perf" --calibrate \
+      "$work/fresh.txt" > "$work/fresh.log" 2>&1; then
+    fail "an oversubscribed calibration without a base was accepted"
+  fi
+  grep -q "first" "$work/fresh.log" || fail "no advice: $(cat "$work/fresh.log")"
+fi
+
 # The cost model and the runtime read it.
 "$bin/weft-sim" --ranks 4 --tune-file "$tune" all_reduce -b 64K -e 1M -f 4 | tee "$work/sim.txt"
 grep -q "cores [0-9]" "$work/sim.txt" || fail "weft-sim did not read host.cores"

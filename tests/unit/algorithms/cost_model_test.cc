@@ -202,3 +202,32 @@ TEST_CASE(
           Approx(rd).epsilon(0.01));
   }
 }
+
+TEST_CASE("weft's shared memory: a large message is a copy on the receiver's CPU, in line with "
+          "its reductions") {
+  // 2 ranks on one host, ring allreduce of 2 MiB in one chunk per step: reduce-scatter sends
+  // 1 MiB each way and reduces it, allgather sends 1 MiB each way. As flows, the transfers and
+  // the reduction of the other rank overlap; as receiver copies, every rank's CPU does
+  // copy + reduce + copy, one after the other.
+  const Algorithm* ring = findAlgorithm(Collective::AllReduce, "ring");
+  REQUIRE(ring != nullptr);
+  MachineModel m;
+  m.nranks = 2;
+  m.ranksPerHost = 2;
+  m.intra = {1, 10};  // 1 us, 10 GB/s
+  m.reduceGBps = 5;
+  const uint64_t bytes = uint64_t{2} << 20, half = bytes / 2;
+  const CollectiveShape s{Collective::AllReduce, 2, 0, bytes / 4, 4, 0, false, half};
+  const double asFlows = simulate(*ring, s, m).seconds;
+  m.intraCopiedByReceiver = true;
+  const double asCopies = simulate(*ring, s, m).seconds;
+  const double copy = half / 10e9, reduce = half / 5e9, latency = 1e-6;
+  CHECK(asCopies == Approx(2 * (latency + copy) + reduce).epsilon(1e-6));
+  CHECK(asFlows <= asCopies);
+  // Eager messages (at most eagerBytes) stay flows: their copies are the sender's and tiny.
+  const CollectiveShape small{Collective::AllReduce, 2, 0, 1024, 4, 0, false, 2048};
+  m.intraCopiedByReceiver = false;
+  const double smallFlows = simulate(*ring, small, m).seconds;
+  m.intraCopiedByReceiver = true;
+  CHECK(simulate(*ring, small, m).seconds == smallFlows);
+}

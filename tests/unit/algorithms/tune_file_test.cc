@@ -28,8 +28,11 @@ TEST_CASE("a formatted tuning file parses back to the same parameters") {
   p.copyGBps = 17;
   p.reduceGBpsByType[weftFloat16] = 5.5;
   p.cores = 6;
+  p.switchUs = 2.5;
   const MachineParams q = parseTuneFile(formatTuneFile(p), "round-trip");
   CHECK(q.cores == 6);
+  CHECK(q.switchUs == 2.5);
+  CHECK(parseTuneFile("version = 1\nhost.switch_us = 0\n", "zero").switchUs == 0);
   CHECK(q.ucx.latencyUs == 2.25);
   CHECK(q.ucx.bandwidthGBps == 4.5);
   CHECK(q.copyGBps == 17);

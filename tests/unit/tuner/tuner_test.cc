@@ -233,3 +233,25 @@ TEST_CASE("more ranks than host.cores slow every CPU cost of the host by ranks /
   params.cores = 0;  // unknown: a core per rank
   CHECK(machineFor(params, 12, 6, "shm", kFloat).intra.bandwidthGBps == 8.0);
 }
+
+TEST_CASE("waking a rank costs host.switch_us more per message when ranks outnumber cores") {
+  MachineParams params;
+  params.shm = {1.0, 8.0, 0.5};
+  params.cores = 2;
+  params.switchUs = 3.5;
+  CHECK(machineFor(params, 2, 2, "shm", kFloat).intra.latencyUs == 1.0);
+  CHECK(machineFor(params, 4, 4, "shm", kFloat).intra.latencyUs == 2.0 + 3.5);
+  // weft's shared memory copies on the receiver's CPU; UCX's is priced as a link.
+  CHECK(machineFor(params, 4, 4, "shm", kFloat).intraCopiedByReceiver);
+  CHECK_FALSE(machineFor(params, 4, 4, "ucx", kFloat).intraCopiedByReceiver);
+}
+
+TEST_CASE("size-dependent rates are read at the host's footprint in calibration's units") {
+  MachineParams params;
+  CHECK(footprintBytes(Collective::AllReduce, 1000, 8, 4, params) == 1000);  // cores unknown
+  CHECK(footprintBytes(Collective::AllGather, 1000, 8, 4, params) == 8000);  // whole output
+  params.cores = 2;
+  // 4 ranks of a 2-core host touch twice what calibration's 2 ranks did.
+  CHECK(footprintBytes(Collective::AllReduce, 1000, 8, 4, params) == 2000);
+  CHECK(footprintBytes(Collective::AllReduce, 1000, 8, 1, params) == 500);
+}
