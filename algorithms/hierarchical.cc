@@ -1,4 +1,5 @@
-// Hierarchical allreduce for communicators spread over several hosts (shape.hostOfRank).
+// Hierarchical allreduce, reduce-scatter and allgather for communicators spread over several
+// hosts (shape.hostOfRank). The allreduce:
 //
 // With H hosts and at least m ranks on every host, the buffer is cut into m shards; shard i
 // belongs to local rank i of every host (the i-th rank of the host in rank order). Three stages:
@@ -290,12 +291,127 @@ Schedule hierarchicalAllGather(const CollectiveShape& s) {
   return std::move(b).finish();
 }
 
+// Reduce-scatter, allgather's mirror: (1) every local rank sends its input blocks of part i
+// (the blocks of the ranks j % m == i of every host) to local rank i, which sums them in
+// scratch; (2) the hosts' local ranks i run a ring reduce-scatter over the hosts' parts, after
+// which each holds its own host's part i fully reduced; (3) it hands every block to its rank.
+// Each host sends (H-1)/H of the input over its link, once, the optimum. Hosts are walked in the
+// order the ring consumes them (pos-1, pos-2, ..., pos), so every host's schedule is the
+// previous one's rotated.
+Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
+  ScheduleBuilder b;
+  const uint32_t e = s.elemSize;
+  const HostLayout layout(s);
+  const int H = layout.hosts(), m = layout.shards, k = layout.localSize();
+  const std::vector<int>& mine = layout.ranksOf[layout.host];
+  const int pos = layout.host;
+  const uint64_t chunks = chunkCount(s.count, e, s.chunkBytes);
+  const uint64_t maxChunk = (s.count + chunks - 1) / chunks;
+  auto piece = [&](int q, uint64_t j) {
+    return chunkOf(Range{static_cast<uint64_t>(q) * s.count, s.count}, chunks, j);
+  };
+  auto part = [&](int h, int i) {  // the ranks of host h whose blocks local rank i sums
+    std::vector<int> ranks;
+    for (size_t j = static_cast<size_t>(i); j < layout.ranksOf[h].size(); j += m)
+      ranks.push_back(layout.ranksOf[h][j]);
+    return ranks;
+  };
+  auto ringHost = [&](int n) { return ((pos - 1 - n) % H + H) % H; };
+
+  // Stage 1, senders: my input blocks of part i to local rank i, for every other i.
+  std::vector<StepId> sentOwn(chunks, kNoStep);  // my own block (in place: the output's bytes)
+  for (int i = 0; i < m; ++i) {
+    if (i == layout.local) continue;
+    for (int n = 0; n < H; ++n)
+      for (int q : part(ringHost(n), i))
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range c = piece(q, j);
+          const StepId sent = b.send(mine[i], at(BufferId::Send, c, e), c.count * e);
+          if (q == s.rank) sentOwn[j] = sent;
+        }
+  }
+
+  if (layout.local < m) {
+    const int i = layout.local;
+    // Scratch: an accumulator and a landing slot per chunk of every block I sum.
+    std::vector<int> index(static_cast<size_t>(s.nranks), -1);
+    int units = 0;
+    for (int h = 0; h < H; ++h)
+      for (int q : part(h, i)) index[static_cast<size_t>(q)] = units++;
+    const uint64_t slot = maxChunk * e;
+    const uint64_t accBase = b.allocateScratch(2 * static_cast<uint64_t>(units) * chunks * slot);
+    const uint64_t tmpBase = accBase + static_cast<uint64_t>(units) * chunks * slot;
+    auto unitOf = [&](int q, uint64_t j) {
+      return (static_cast<uint64_t>(index[static_cast<size_t>(q)]) * chunks + j) * slot;
+    };
+    auto acc = [&](int q, uint64_t j) {
+      return BufferRef{BufferId::Scratch, accBase + unitOf(q, j)};
+    };
+    auto tmp = [&](int q, uint64_t j) {
+      return BufferRef{BufferId::Scratch, tmpBase + unitOf(q, j)};
+    };
+    std::vector<std::vector<StepId>> ready(static_cast<size_t>(s.nranks));
+
+    // Stage 1, owner: my input, then every local peer's, summed per chunk.
+    for (int n = 0; n < H; ++n)
+      for (int q : part(ringHost(n), i)) {
+        std::vector<StepId>& r = ready[static_cast<size_t>(q)];
+        r.assign(chunks, kNoStep);
+        for (uint64_t j = 0; j < chunks; ++j) {
+          const Range c = piece(q, j);
+          r[j] = b.copy(at(BufferId::Send, c, e), acc(q, j), c.count * e);
+          for (int peer = 0; peer < k; ++peer) {
+            if (peer == layout.local) continue;
+            r[j] = b.recvReduce(mine[peer], acc(q, j), tmp(q, j), acc(q, j), c.count * e, {r[j]});
+          }
+        }
+      }
+
+    // Stage 2: step t sends the partial sums of host pos-t-1's part to the right and adds the
+    // left's of host pos-t-2 to mine.
+    if (H > 1) {
+      const int right = layout.ranksOf[(pos + 1) % H][i];
+      const int left = layout.ranksOf[(pos + H - 1) % H][i];
+      for (int t = 0; t < H - 1; ++t) {
+        for (int q : part(ringHost(t), i))
+          for (uint64_t j = 0; j < chunks; ++j)
+            b.send(right, acc(q, j), piece(q, j).count * e, {ready[static_cast<size_t>(q)][j]});
+        for (int q : part(ringHost(t + 1), i))
+          for (uint64_t j = 0; j < chunks; ++j) {
+            StepId& r = ready[static_cast<size_t>(q)][j];
+            r = b.recvReduce(left, acc(q, j), tmp(q, j), acc(q, j), piece(q, j).count * e, {r});
+          }
+      }
+    }
+
+    // Stage 3, owner: every block of my host's part to its rank (mine into my output).
+    for (int q : part(pos, i))
+      for (uint64_t j = 0; j < chunks; ++j) {
+        const Range c = chunkOf(Range{0, s.count}, chunks, j);
+        const StepId r = ready[static_cast<size_t>(q)][j];
+        if (q == s.rank)
+          b.copy(acc(q, j), at(BufferId::Recv, c, e), c.count * e, {r});
+        else
+          b.send(q, acc(q, j), c.count * e, {r});
+      }
+  } else {
+    // Stage 3, receivers: my block from the local rank that summed it, once my own input for
+    // it has left (in place, these are the same bytes).
+    for (uint64_t j = 0; j < chunks; ++j) {
+      const Range c = chunkOf(Range{0, s.count}, chunks, j);
+      b.recv(mine[layout.local % m], at(BufferId::Recv, c, e), c.count * e, {sentOwn[j]});
+    }
+  }
+  return std::move(b).finish();
+}
+
 }  // namespace
 
 Schedule buildHierarchical(const CollectiveShape& s) {
   switch (s.collective) {
     case Collective::AllReduce: return hierarchicalAllReduce(s);
     case Collective::AllGather: return hierarchicalAllGather(s);
+    case Collective::ReduceScatter: return hierarchicalReduceScatter(s);
     default:
       fail(weftInternalError, "hierarchical has no schedule for {}", collectiveName(s.collective));
   }

@@ -57,11 +57,11 @@ constexpr std::array kAlgorithms = {
     Algorithm{AlgorithmId::Bruck, "bruck", kAllGather | kAlltoAll,
               "Bruck: ceil(log2 n) rounds at distances 1, 2, 4, ... for any n (small messages)",
               &buildBruck, Symmetry::None, 0},
-    Algorithm{AlgorithmId::Hierarchical, "hierarchical", kAllReduce | kAllGather,
-              "multi-host: each host reduces (allreduce) or gathers (allgather) onto its first m "
-              "ranks, those run m inter-host rings at once, then share on their host (m: fewest "
-              "ranks per host)",
-              &buildHierarchical, Symmetry::Rotation, kAllReduce | kAllGather},
+    Algorithm{AlgorithmId::Hierarchical, "hierarchical", kAllReduce | kAllGather | kReduceScatter,
+              "multi-host: each host reduces (allreduce, reduce-scatter) or gathers (allgather) "
+              "onto its first m ranks, those run m inter-host rings at once, then share on their "
+              "host (m: fewest ranks per host)",
+              &buildHierarchical, Symmetry::Rotation, kAllReduce | kAllGather | kReduceScatter},
 };
 
 }  // namespace

@@ -38,8 +38,7 @@ double seconds(Clock::time_point since) {
 
 void barrier(const RankSetup& s) {
   int token = 0;
-  ensure(s, weftAllReduce(&token, &token, 1, weftInt32, weftSum, s.comm, nullptr),
-         "weftAllReduce");
+  ensure(s, weftAllReduce(&token, &token, 1, weftInt32, weftSum, s.comm, nullptr), "weftAllReduce");
 }
 
 // The slowest rank's value: a collective ends when its last rank does.
@@ -156,9 +155,10 @@ int calibrateOversubscribed(const Options& o, const RankSetup& s, MachineParams&
   const double share = static_cast<double>(s.nranks) / params.cores;
   const double modelled = (params.shm.latencyUs + params.shm.messageUs) * share;
   params.switchUs = std::max(0.0, one * 1e6 - modelled);
-  fmt::print("# {} ranks on {} cores: 1 x 8 B exchange {:.2f} us, {:.2f} us from the file's "
-             "shm costs x {:.3g}: host.switch_us = {:.3g}\n",
-             s.nranks, params.cores, one * 1e6, modelled, share, params.switchUs);
+  fmt::print(
+      "# {} ranks on {} cores: 1 x 8 B exchange {:.2f} us, {:.2f} us from the file's "
+      "shm costs x {:.3g}: host.switch_us = {:.3g}\n",
+      s.nranks, params.cores, one * 1e6, modelled, share, params.switchUs);
   if (!writeAtomically(o.calibratePath, formatTuneFile(params))) {
     fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
                std::strerror(errno));
@@ -211,13 +211,15 @@ int runCalibration(const Options& o, const RankSetup& s) {
   curve = {};
   const double fixed = (fit.messageUs + fit.latencyUs) * 1e-6;
   for (const SizeSample& x : large)
-    if (x.seconds > fixed) curve.add(static_cast<uint64_t>(x.bytes), x.bytes / (x.seconds - fixed) / 1e9);
+    if (x.seconds > fixed)
+      curve.add(static_cast<uint64_t>(x.bytes), x.bytes / (x.seconds - fixed) / 1e9);
   if (rank0) {
     fmt::print("# ring exchange, every rank at once: 1 x 8 B {:.2f} us, {} x 8 B {:.2f} us\n",
                one * 1e6, kBurstMessages, burst * 1e6);
-    fmt::print("# {}: latency {:.3g} us, per message {:.3g} us, bandwidth {:.3g} GB/s (one line "
-               "through all sizes)\n",
-               linkClassName(link), fit.latencyUs, fit.messageUs, fit.bandwidthGBps);
+    fmt::print(
+        "# {}: latency {:.3g} us, per message {:.3g} us, bandwidth {:.3g} GB/s (one line "
+        "through all sizes)\n",
+        linkClassName(link), fit.latencyUs, fit.messageUs, fit.bandwidthGBps);
     fmt::print("# {:>10}  {:>10}  {:>14}\n", "size (B)", "time (us)", "bandwidth (GB/s)");
     for (const SizeSample& x : large)
       fmt::print("  {:>10}  {:>10.2f}  {:>14.3g}\n", x.bytes, x.seconds * 1e6,
@@ -238,8 +240,7 @@ int runCalibration(const Options& o, const RankSetup& s) {
     params.reduceCurve = params.copyCurve = {};
     const ReduceFn sum = reduceKernel(weftFloat32, ReduceKind::Sum);
     if (rank0)
-      fmt::print("# {:>10}  {:>22}  {:>20}\n", "size (B)", "reduce float (GB/s)",
-                 "copy (GB/s)");
+      fmt::print("# {:>10}  {:>22}  {:>20}\n", "size (B)", "reduce float (GB/s)", "copy (GB/s)");
     auto stepRate = [&](const SizeSample& exchange, const auto& step) {
       const uint64_t bytes = static_cast<uint64_t>(exchange.bytes);
       const double with = ringExchange(s, bytes, 1, exchangeIters(bytes), step);
@@ -249,9 +250,8 @@ int runCalibration(const Options& o, const RankSetup& s) {
     };
     for (const SizeSample& x : large) {
       const uint64_t bytes = static_cast<uint64_t>(x.bytes);
-      const double reduce = stepRate(x, [&](uint8_t* mine, const uint8_t* theirs) {
-        sum(mine, mine, theirs, bytes / 4);
-      });
+      const double reduce = stepRate(
+          x, [&](uint8_t* mine, const uint8_t* theirs) { sum(mine, mine, theirs, bytes / 4); });
       const double copy = stepRate(
           x, [&](uint8_t* mine, const uint8_t* theirs) { std::memcpy(mine, theirs, bytes); });
       params.reduceCurve.add(bytes, reduce);
@@ -264,8 +264,8 @@ int runCalibration(const Options& o, const RankSetup& s) {
     for (const DatatypeInfo& d : kDatatypes) {
       const ReduceFn kernel = reduceKernel(d.type, ReduceKind::Sum);
       const uint64_t count = kOperandBytes / d.size;
-      const double gbps = rate(s, kOperandBytes, kReps,
-                               [&] { kernel(a.data(), a.data(), b.data(), count); });
+      const double gbps =
+          rate(s, kOperandBytes, kReps, [&] { kernel(a.data(), a.data(), b.data(), count); });
       if (d.type == weftFloat32)
         params.reduceGBps = gbps;
       else

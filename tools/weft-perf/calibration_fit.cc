@@ -30,8 +30,7 @@ LineFit fitLine(const std::vector<SizeSample>& samples) {
   return fit;
 }
 
-LinkFit fitLink(double one, double burst, int burstMessages,
-                const std::vector<SizeSample>& large) {
+LinkFit fitLink(double one, double burst, int burstMessages, const std::vector<SizeSample>& large) {
   if (burstMessages < 2 || !(one > 0) || !(burst > 0))
     throw std::invalid_argument("fitLink: bad small-message samples");
   LinkFit link;

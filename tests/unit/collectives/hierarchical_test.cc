@@ -71,9 +71,9 @@ void sweepLayouts(Collective coll) {
               shape.count = count;
               const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
               if (bad.rank >= 0)
-                FAIL("hosts " << describe(hosts) << " channels " << channels << " rank "
-                              << bad.rank << " " << describeCase(shape, inPlace) << ": "
-                              << bad.wrong << " wrong; first: " << bad.first);
+                FAIL("hosts " << describe(hosts) << " channels " << channels << " rank " << bad.rank
+                              << " " << describeCase(shape, inPlace) << ": " << bad.wrong
+                              << " wrong; first: " << bad.first);
             }
         }
     }
@@ -91,30 +91,59 @@ TEST_CASE("hierarchical allgather delivers every block on many host layouts, in 
   sweepLayouts(Collective::AllGather);
 }
 
-TEST_CASE("hierarchical allreduce: every host sends 2(H-1)/H of the buffer over its link") {
-  // The bytes that cross host boundaries, summed over a host's ranks, from the schedules alone.
+TEST_CASE(
+    "hierarchical reduce-scatter is exact on many host layouts, every op, in and out of "
+    "place") {
+  sweepLayouts(Collective::ReduceScatter);
+}
+
+namespace {
+
+// The bytes that cross host boundaries, summed over each host's ranks, from the schedules alone.
+std::vector<uint64_t> hostCrossing(Collective coll, const std::vector<int>& hosts, uint64_t count) {
+  const int n = static_cast<int>(hosts.size());
+  std::vector<uint64_t> crossing(hosts.back() + 1, 0);
+  for (int r = 0; r < n; ++r) {
+    CollectiveShape s;
+    s.collective = coll;
+    s.nranks = n;
+    s.rank = r;
+    s.count = count;
+    s.elemSize = 4;
+    s.chunkBytes = 1 << 16;
+    s.hostOfRank = hosts;
+    for (const Step& step : buildHierarchical(s).steps)
+      if (step.kind == StepKind::Send && hosts[step.peer] != hosts[r])
+        crossing[hosts[r]] += step.bytes;
+  }
+  return crossing;
+}
+
+}  // namespace
+
+TEST_CASE("hierarchical reduce-scatter: every host sends (H-1)/H of a rank's input over its link") {
   for (const std::vector<int>& hosts :
        {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3},
         std::vector<int>{0, 0, 0, 1, 1, 1}}) {
     const int n = static_cast<int>(hosts.size());
-    const int H = hosts.back() + 1;
-    const uint64_t count = uint64_t{3} << 20;  // divisible by every shards x hosts here
-    std::vector<uint64_t> crossing(H, 0);
-    for (int r = 0; r < n; ++r) {
-      CollectiveShape s;
-      s.collective = Collective::AllReduce;
-      s.nranks = n;
-      s.rank = r;
-      s.count = count;
-      s.elemSize = 4;
-      s.chunkBytes = 1 << 16;
-      s.hostOfRank = hosts;
-      const Schedule schedule = buildHierarchical(s);
-      for (const Step& step : schedule.steps)
-        if (step.kind == StepKind::Send && hosts[step.peer] != hosts[r])
-          crossing[hosts[r]] += step.bytes;
+    const uint64_t H = static_cast<uint64_t>(hosts.back() + 1);
+    const uint64_t count = 4096;  // per rank; each input holds n blocks of it
+    const std::vector<uint64_t> crossing = hostCrossing(Collective::ReduceScatter, hosts, count);
+    for (uint64_t h = 0; h < H; ++h) {
+      INFO("hosts " << describe(hosts) << " host " << h);
+      CHECK(crossing[h] == (H - 1) * n * count * 4 / H);
     }
-    for (int h = 0; h < H; ++h) {
+  }
+}
+
+TEST_CASE("hierarchical allreduce: every host sends 2(H-1)/H of the buffer over its link") {
+  for (const std::vector<int>& hosts :
+       {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3},
+        std::vector<int>{0, 0, 0, 1, 1, 1}}) {
+    const uint64_t H = static_cast<uint64_t>(hosts.back() + 1);
+    const uint64_t count = uint64_t{3} << 20;  // divisible by every shards x hosts here
+    const std::vector<uint64_t> crossing = hostCrossing(Collective::AllReduce, hosts, count);
+    for (uint64_t h = 0; h < H; ++h) {
       INFO("hosts " << describe(hosts) << " host " << h);
       CHECK(crossing[h] == 2 * (H - 1) * count * 4 / H);
     }
