@@ -1,5 +1,5 @@
-// Hierarchical allreduce, reduce-scatter and allgather for communicators spread over several
-// hosts (shape.hostOfRank). The allreduce:
+// Hierarchical allreduce, reduce-scatter, allgather and broadcast for communicators spread over
+// several hosts (shape.hostOfRank). The allreduce:
 //
 // With H hosts and at least m ranks on every host, the buffer is cut into m shards; shard i
 // belongs to local rank i of every host (the i-th rank of the host in rank order). Three stages:
@@ -405,6 +405,43 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
   return std::move(b).finish();
 }
 
+// Broadcast: a pipelined chain of one leader per host (the root on its host, the first local
+// rank elsewhere), hosts in order from the root's, each leader also handing every chunk to the
+// other ranks of its host as soon as it has it. Each host link carries the buffer once in and
+// once out, the fewest a chain allows; the intra-host fan-out overlaps with the chain.
+Schedule hierarchicalBroadcast(const CollectiveShape& s) {
+  ScheduleBuilder b;
+  const uint32_t e = s.elemSize;
+  const HostLayout layout(s);
+  const int H = layout.hosts();
+  int rootHost = 0;
+  for (int h = 0; h < H; ++h)
+    for (int q : layout.ranksOf[h])
+      if (q == s.root) rootHost = h;
+  auto leader = [&](int h) { return h == rootHost ? s.root : layout.ranksOf[h][0]; };
+  const int position = (layout.host - rootHost + H) % H;
+  const int prev = position == 0 ? -1 : leader((layout.host + H - 1) % H);
+  const int next = position == H - 1 ? -1 : leader((layout.host + 1) % H);
+  const bool root = s.rank == s.root, leading = s.rank == leader(layout.host);
+  const uint64_t chunks = chunkCount(s.count, e, s.chunkBytes);
+  if (root) b.copy({BufferId::Send, 0}, {BufferId::Recv, 0}, s.count * e);
+  for (uint64_t j = 0; j < chunks; ++j) {
+    const Range c = chunkOf({0, s.count}, chunks, j);
+    const uint64_t at = c.offset * e, bytes = c.count * e;
+    if (!leading) {
+      b.recv(leader(layout.host), {BufferId::Recv, at}, bytes);
+      continue;
+    }
+    StepId have = kNoStep;
+    if (prev >= 0) have = b.recv(prev, {BufferId::Recv, at}, bytes);
+    const BufferId from = root ? BufferId::Send : BufferId::Recv;
+    if (next >= 0) b.send(next, {from, at}, bytes, {have});
+    for (int q : layout.ranksOf[layout.host])
+      if (q != s.rank) b.send(q, {from, at}, bytes, {have});
+  }
+  return std::move(b).finish();
+}
+
 }  // namespace
 
 Schedule buildHierarchical(const CollectiveShape& s) {
@@ -412,6 +449,7 @@ Schedule buildHierarchical(const CollectiveShape& s) {
     case Collective::AllReduce: return hierarchicalAllReduce(s);
     case Collective::AllGather: return hierarchicalAllGather(s);
     case Collective::ReduceScatter: return hierarchicalReduceScatter(s);
+    case Collective::Broadcast: return hierarchicalBroadcast(s);
     default:
       fail(weftInternalError, "hierarchical has no schedule for {}", collectiveName(s.collective));
   }

@@ -57,11 +57,14 @@ constexpr std::array kAlgorithms = {
     Algorithm{AlgorithmId::Bruck, "bruck", kAllGather | kAlltoAll,
               "Bruck: ceil(log2 n) rounds at distances 1, 2, 4, ... for any n (small messages)",
               &buildBruck, Symmetry::None, 0},
-    Algorithm{AlgorithmId::Hierarchical, "hierarchical", kAllReduce | kAllGather | kReduceScatter,
+    Algorithm{AlgorithmId::Hierarchical, "hierarchical",
+              kAllReduce | kAllGather | kReduceScatter | kBroadcast,
               "multi-host: each host reduces (allreduce, reduce-scatter) or gathers (allgather) "
               "onto its first m ranks, those run m inter-host rings at once, then share on their "
-              "host (m: fewest ranks per host)",
-              &buildHierarchical, Symmetry::Rotation, kAllReduce | kAllGather | kReduceScatter},
+              "host (m: fewest ranks per host); broadcast: a chain of one rank per host, each "
+              "passing chunks on to its host",
+              &buildHierarchical, Symmetry::Rotation,
+              kAllReduce | kAllGather | kReduceScatter | kBroadcast},
 };
 
 }  // namespace

@@ -46,7 +46,7 @@ std::string describe(const std::vector<int>& hosts) {
 namespace {
 
 // Every layout, one and two channels (allreduce), one datatype per element size, every operator
-// where the collective reduces, every count, in and out of place.
+// where the collective reduces, every root where there is one, every count, in and out of place.
 void sweepLayouts(Collective coll) {
   const Algorithm* algo = findAlgorithm(coll, "hierarchical");
   REQUIRE(algo != nullptr);
@@ -64,17 +64,20 @@ void sweepLayouts(Collective coll) {
       for (weftDataType_t type : kOnePerSize)
         for (int op : {weftSum, weftProd, weftMax, weftMin, weftAvg}) {
           if (!reduces(coll) && op != weftSum) continue;
-          CaseShape shape{coll, n, 0, 0, type, op};
-          const CaseInputs inputs(shape, 65537);
-          for (uint64_t count : kCounts)
-            for (bool inPlace : {false, true}) {
-              shape.count = count;
-              const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
-              if (bad.rank >= 0)
-                FAIL("hosts " << describe(hosts) << " channels " << channels << " rank " << bad.rank
-                              << " " << describeCase(shape, inPlace) << ": " << bad.wrong
-                              << " wrong; first: " << bad.first);
-            }
+          // Every root where there is one.
+          for (int root = 0; root < (coll == Collective::Broadcast ? n : 1); ++root) {
+            CaseShape shape{coll, n, root, 0, type, op};
+            const CaseInputs inputs(shape, 65537);
+            for (uint64_t count : kCounts)
+              for (bool inPlace : {false, true}) {
+                shape.count = count;
+                const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
+                if (bad.rank >= 0)
+                  FAIL("hosts " << describe(hosts) << " channels " << channels << " rank "
+                                << bad.rank << " " << describeCase(shape, inPlace) << ": "
+                                << bad.wrong << " wrong; first: " << bad.first);
+              }
+          }
         }
     }
 }
@@ -120,6 +123,11 @@ std::vector<uint64_t> hostCrossing(Collective coll, const std::vector<int>& host
 }
 
 }  // namespace
+
+TEST_CASE("hierarchical broadcast delivers the root's buffer on many host layouts, from every "
+          "root") {
+  sweepLayouts(Collective::Broadcast);
+}
 
 TEST_CASE("hierarchical reduce-scatter: every host sends (H-1)/H of a rank's input over its link") {
   for (const std::vector<int>& hosts :
