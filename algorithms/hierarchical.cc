@@ -1,5 +1,5 @@
-// Hierarchical allreduce, reduce-scatter, allgather and broadcast for communicators spread over
-// several hosts (shape.hostOfRank). The allreduce:
+// Hierarchical allreduce, reduce-scatter, allgather, broadcast and alltoall for communicators
+// spread over several hosts (shape.hostOfRank). The allreduce:
 //
 // With H hosts and at least m ranks on every host, the buffer is cut into m shards; shard i
 // belongs to local rank i of every host (the i-th rank of the host in rank order). Three stages:
@@ -442,6 +442,137 @@ Schedule hierarchicalBroadcast(const CollectiveShape& s) {
   return std::move(b).finish();
 }
 
+// Alltoall: blocks between ranks of one host go directly. A block for a rank of another host
+// travels in three hops, so that two hosts exchange one message per lane instead of one per
+// pair of ranks: lane i of host g holds its ranks whose local index is i mod m; (1) every rank
+// sends its blocks for lane i of every other host to its own host's local rank i, which packs
+// them (destination-major, then source) in scratch; (2) local rank i sends host g's pack to
+// local rank i of host g, in one message; (3) that rank hands each block to its destination on
+// its host. In place, a block of the buffer is overwritten only once its own data has left:
+// everything received lands in scratch first.
+Schedule hierarchicalAlltoAll(const CollectiveShape& s) {
+  ScheduleBuilder b;
+  const uint64_t blockBytes = s.count * s.elemSize;
+  const HostLayout layout(s);
+  const int H = layout.hosts(), m = layout.shards;
+  const int pos = layout.host;
+  const std::vector<int>& mine = layout.ranksOf[pos];
+  const int k = static_cast<int>(mine.size());
+  auto block = [&](BufferId buffer, int q) {
+    return BufferRef{buffer, static_cast<uint64_t>(q) * blockBytes};
+  };
+  auto lane = [&](int h, int i) {  // the ranks of host h that local rank i serves
+    std::vector<int> ranks;
+    for (size_t j = static_cast<size_t>(i); j < layout.ranksOf[h].size(); j += m)
+      ranks.push_back(layout.ranksOf[h][j]);
+    return ranks;
+  };
+  auto otherHost = [&](int n) { return (pos + 1 + n) % H; };  // n < H-1: every other host
+  std::vector<int> localOf(static_cast<size_t>(s.nranks));
+  for (int h = 0; h < H; ++h)
+    for (size_t j = 0; j < layout.ranksOf[h].size(); ++j)
+      localOf[static_cast<size_t>(layout.ranksOf[h][j])] = static_cast<int>(j);
+  // consumed[q]: the step after which my Send block q is no longer needed.
+  std::vector<StepId> consumed(static_cast<size_t>(s.nranks), kNoStep);
+  // In place, incoming blocks land here (block q of the output at slot q) and are copied into
+  // the buffer once consumed[q].
+  const uint64_t landing =
+      s.inPlace ? b.allocateScratch(static_cast<uint64_t>(s.nranks) * blockBytes) : 0;
+  std::vector<StepId> arrived(static_cast<size_t>(s.nranks), kNoStep);
+  auto into = [&](int q) {
+    return s.inPlace ? BufferRef{BufferId::Scratch, landing + static_cast<uint64_t>(q) * blockBytes}
+                     : block(BufferId::Recv, q);
+  };
+
+  // My own block, then the blocks between ranks of this host, directly.
+  consumed[s.rank] = arrived[s.rank] =
+      b.copy(block(BufferId::Send, s.rank), into(s.rank), blockBytes);
+  for (int q : mine)
+    if (q != s.rank) consumed[q] = b.send(q, block(BufferId::Send, q), blockBytes);
+  for (int q : mine)
+    if (q != s.rank) arrived[q] = b.recv(q, into(q), blockBytes);
+
+  // (1) My blocks for every other host's lane i to local rank i (packed in place if it is me).
+  const int i = layout.local < m ? layout.local : -1;  // the lane I serve, if any
+  std::vector<uint64_t> packAt(static_cast<size_t>(H), 0), unpackAt(static_cast<size_t>(H), 0);
+  std::vector<StepId> packed(static_cast<size_t>(H), kNoStep);  // a chain over the pack's writes
+  if (i >= 0)
+    for (int n = 0; n < H - 1; ++n) {
+      const int g = otherHost(n);
+      packAt[g] = b.allocateScratch(lane(g, i).size() * k * blockBytes);
+      unpackAt[g] = b.allocateScratch(lane(pos, i).size() * layout.ranksOf[g].size() * blockBytes);
+    }
+  auto packSlot = [&](int g, size_t dest, int source) {  // dest: index in lane(g, i)
+    return BufferRef{BufferId::Scratch,
+                     packAt[g] + (dest * k + static_cast<size_t>(localOf[source])) * blockBytes};
+  };
+  auto join = [&](StepId chain, StepId step) {  // a zero-byte step after both
+    return b.copy({BufferId::Send, 0}, {BufferId::Send, 0}, 0, {chain, step});
+  };
+  for (int owner = 0; owner < m; ++owner)
+    for (int n = 0; n < H - 1; ++n) {
+      const int g = otherHost(n);
+      const std::vector<int> dests = lane(g, owner);
+      for (size_t d = 0; d < dests.size(); ++d) {
+        const int q = dests[d];
+        if (owner == layout.local)
+          packed[g] = join(packed[g], consumed[q] = b.copy(block(BufferId::Send, q),
+                                                           packSlot(g, d, s.rank), blockBytes));
+        else
+          consumed[q] = b.send(mine[owner], block(BufferId::Send, q), blockBytes);
+      }
+    }
+  if (i >= 0) {
+    for (int source = 0; source < k; ++source) {
+      if (source == layout.local) continue;
+      for (int n = 0; n < H - 1; ++n) {
+        const int g = otherHost(n);
+        const std::vector<int> dests = lane(g, i);
+        for (size_t d = 0; d < dests.size(); ++d)
+          packed[g] = join(packed[g], b.recv(mine[source], packSlot(g, d, mine[source]),
+                                             blockBytes));
+      }
+    }
+    // (2) One message per other host each way: host g's pack out, my lane's blocks from g in.
+    std::vector<StepId> unpacked(static_cast<size_t>(H), kNoStep);
+    for (int n = 0; n < H - 1; ++n) {
+      const int g = otherHost(n);
+      b.send(layout.ranksOf[g][i], {BufferId::Scratch, packAt[g]},
+             lane(g, i).size() * k * blockBytes, {packed[g]});
+    }
+    for (int n = 0; n < H - 1; ++n) {
+      const int g = (pos + H - 1 - n) % H;  // the senders in the order they send to me
+      unpacked[g] = b.recv(layout.ranksOf[g][i], {BufferId::Scratch, unpackAt[g]},
+                           lane(pos, i).size() * layout.ranksOf[g].size() * blockBytes);
+    }
+    // (3) Each block to its destination on this host (mine into place).
+    const std::vector<int> dests = lane(pos, i);
+    for (int n = 0; n < H - 1; ++n) {
+      const int g = otherHost(n);
+      const std::vector<int>& sources = layout.ranksOf[g];
+      for (size_t d = 0; d < dests.size(); ++d)
+        for (size_t j = 0; j < sources.size(); ++j) {
+          const BufferRef from{BufferId::Scratch,
+                               unpackAt[g] + (d * sources.size() + j) * blockBytes};
+          if (dests[d] == s.rank)
+            arrived[sources[j]] = b.copy(from, into(sources[j]), blockBytes, {unpacked[g]});
+          else
+            b.send(dests[d], from, blockBytes, {unpacked[g]});
+        }
+    }
+  }
+  // (3) The other hosts' blocks for me, from the local rank serving my lane (unless it is me).
+  const int server = layout.local % m;
+  if (server != layout.local)
+    for (int n = 0; n < H - 1; ++n)
+      for (int q : layout.ranksOf[otherHost(n)])
+        arrived[q] = b.recv(mine[server], into(q), blockBytes);
+  if (s.inPlace)
+    for (int q = 0; q < s.nranks; ++q)
+      b.copy(into(q), block(BufferId::Recv, q), blockBytes, {arrived[q], consumed[q]});
+  return std::move(b).finish();
+}
+
 }  // namespace
 
 Schedule buildHierarchical(const CollectiveShape& s) {
@@ -450,6 +581,7 @@ Schedule buildHierarchical(const CollectiveShape& s) {
     case Collective::AllGather: return hierarchicalAllGather(s);
     case Collective::ReduceScatter: return hierarchicalReduceScatter(s);
     case Collective::Broadcast: return hierarchicalBroadcast(s);
+    case Collective::AlltoAll: return hierarchicalAlltoAll(s);
     default:
       fail(weftInternalError, "hierarchical has no schedule for {}", collectiveName(s.collective));
   }

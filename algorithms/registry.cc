@@ -58,11 +58,11 @@ constexpr std::array kAlgorithms = {
               "Bruck: ceil(log2 n) rounds at distances 1, 2, 4, ... for any n (small messages)",
               &buildBruck, Symmetry::None, 0},
     Algorithm{AlgorithmId::Hierarchical, "hierarchical",
-              kAllReduce | kAllGather | kReduceScatter | kBroadcast,
+              kAllReduce | kAllGather | kReduceScatter | kBroadcast | kAlltoAll,
               "multi-host: each host reduces (allreduce, reduce-scatter) or gathers (allgather) "
               "onto its first m ranks, those run m inter-host rings at once, then share on their "
               "host (m: fewest ranks per host); broadcast: a chain of one rank per host, each "
-              "passing chunks on to its host",
+              "passing chunks on to its host; alltoall: one packed message per lane and host pair",
               &buildHierarchical, Symmetry::Rotation,
               kAllReduce | kAllGather | kReduceScatter | kBroadcast},
 };

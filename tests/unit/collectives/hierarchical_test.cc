@@ -129,6 +129,10 @@ TEST_CASE("hierarchical broadcast delivers the root's buffer on many host layout
   sweepLayouts(Collective::Broadcast);
 }
 
+TEST_CASE("hierarchical alltoall delivers every block on many host layouts, in and out of place") {
+  sweepLayouts(Collective::AlltoAll);
+}
+
 TEST_CASE("hierarchical reduce-scatter: every host sends (H-1)/H of a rank's input over its link") {
   for (const std::vector<int>& hosts :
        {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3},
@@ -156,4 +160,31 @@ TEST_CASE("hierarchical allreduce: every host sends 2(H-1)/H of the buffer over 
       CHECK(crossing[h] == 2 * (H - 1) * count * 4 / H);
     }
   }
+}
+
+TEST_CASE("hierarchical alltoall: one message per lane and pair of hosts, carrying every block") {
+  // 3 hosts of 3, 2 and 3 ranks: m = 2 lanes. Between hosts, every rank of lane i (local rank
+  // i < m) sends one message to each other host, and the bytes add up to every block whose
+  // source and destination hosts differ.
+  const std::vector<int> hosts{0, 0, 0, 1, 1, 2, 2, 2};
+  const int n = static_cast<int>(hosts.size());
+  const uint64_t count = 16, blockBytes = count * 4;
+  uint64_t messages = 0, bytes = 0, expectedBlocks = 0;
+  for (int r = 0; r < n; ++r) {
+    CollectiveShape s;
+    s.collective = Collective::AlltoAll;
+    s.nranks = n;
+    s.rank = r;
+    s.count = count;
+    s.elemSize = 4;
+    s.hostOfRank = hosts;
+    for (const Step& step : buildHierarchical(s).steps)
+      if (step.kind == StepKind::Send && hosts[step.peer] != hosts[r]) {
+        ++messages;
+        bytes += step.bytes;
+      }
+    for (int q = 0; q < n; ++q) expectedBlocks += hosts[q] != hosts[r];
+  }
+  CHECK(messages == 3 * 2 * 2);  // hosts x other hosts x lanes
+  CHECK(bytes == expectedBlocks * blockBytes);
 }
