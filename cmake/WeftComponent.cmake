@@ -9,11 +9,17 @@ function(weft_component name)
   set_property(GLOBAL APPEND PROPERTY WEFT_COMPONENTS weft_${name})
 endfunction()
 
-# weft_unit_test(<name> SOURCES <files...> [LINK <targets...>] [ENVIRONMENT <VAR=value;...>])
+# weft_unit_test(<name> SOURCES <files...> [LINK <targets...>] [ENVIRONMENT <VAR=value>])
 #   A Catch2 program `weft-test-<name>`; ctest lists each TEST_CASE. LINK defaults to
 #   weft_static (the whole library); a test may instead name the components it needs.
 function(weft_unit_test name)
   cmake_parse_arguments(ARG "" "ENVIRONMENT" "SOURCES;LINK" ${ARGN})
+  # catch_discover_tests passes property values through a generated script that splits them at
+  # semicolons, so a second VAR=value would be lost without a word: one variable only.
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "weft_unit_test(${name}): unexpected ${ARG_UNPARSED_ARGUMENTS} (ENVIRONMENT "
+                        "takes one VAR=value)")
+  endif()
   if(NOT ARG_LINK)
     set(ARG_LINK weft_static)
   endif()
