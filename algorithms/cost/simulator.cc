@@ -411,8 +411,10 @@ class Replay {
   // that much of their other links; repeat. (The host model keeps the cheaper rule above.)
   void rerateAll(double t) {
     const size_t nr = resources_.size();
-    std::vector<double> left(nr);
-    std::vector<uint32_t> open(nr);
+    std::vector<double>& left = left_;
+    std::vector<uint32_t>& open = open_;
+    left.resize(nr);
+    open.resize(nr);
     for (size_t r = 0; r < nr; ++r) {
       left[r] = resources_[r].capacity;
       open[r] = static_cast<uint32_t>(resources_[r].flows.size());
@@ -540,7 +542,8 @@ class Replay {
   std::vector<Flow> flows_;
   std::vector<uint32_t> freeFlows_;
   std::vector<Resource> resources_;
-  std::vector<double> rates_;  // rerateAll's scratch
+  std::vector<double> rates_, left_;  // rerateAll's scratch
+  std::vector<uint32_t> open_;
   std::vector<Connection> connections_;
   std::vector<double> cpuFree_;
   std::vector<uint32_t> ready_;
