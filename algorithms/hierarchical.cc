@@ -59,6 +59,14 @@ struct HostLayout {
   }
   int hosts() const { return static_cast<int>(ranksOf.size()); }
   int localSize() const { return static_cast<int>(ranksOf[host].size()); }
+  // Lane i of host h: its ranks whose local index is i modulo `shards`, whose blocks local rank
+  // i carries (allgather, reduce-scatter) or serves (alltoall).
+  std::vector<int> lane(int h, int i) const {
+    std::vector<int> ranks;
+    for (size_t j = static_cast<size_t>(i); j < ranksOf[h].size(); j += shards)
+      ranks.push_back(ranksOf[h][j]);
+    return ranks;
+  }
 };
 
 Schedule hierarchicalAllReduce(const CollectiveShape& s) {
@@ -214,12 +222,6 @@ Schedule hierarchicalAllGather(const CollectiveShape& s) {
   auto piece = [&](int q, uint64_t j) {
     return chunkOf(Range{static_cast<uint64_t>(q) * s.count, s.count}, chunks, j);
   };
-  auto part = [&](int h, int i) {  // the ranks of host h whose blocks ring i carries
-    std::vector<int> ranks;
-    for (size_t j = static_cast<size_t>(i); j < layout.ranksOf[h].size(); j += m)
-      ranks.push_back(layout.ranksOf[h][j]);
-    return ranks;
-  };
   // have[q][j]: the step after which chunk j of rank q's block is in the receive buffer.
   std::vector<std::vector<StepId>> have(s.nranks, std::vector<StepId>(chunks, kNoStep));
 
@@ -252,12 +254,12 @@ Schedule hierarchicalAllGather(const CollectiveShape& s) {
     const int right = layout.ranksOf[(pos + 1) % H][i];
     const int left = layout.ranksOf[(pos + H - 1) % H][i];
     for (int t = 0; t < H - 1; ++t) {
-      for (int q : part((pos - t + H) % H, i))
+      for (int q : layout.lane((pos - t + H) % H, i))
         for (uint64_t j = 0; j < chunks; ++j) {
           const Range c = piece(q, j);
           b.send(right, at(BufferId::Recv, c, e), c.count * e, {have[q][j]});
         }
-      for (int q : part((pos - t - 1 + 2 * H) % H, i))
+      for (int q : layout.lane((pos - t - 1 + 2 * H) % H, i))
         for (uint64_t j = 0; j < chunks; ++j) {
           const Range c = piece(q, j);
           have[q][j] = b.recv(left, at(BufferId::Recv, c, e), c.count * e);
@@ -268,7 +270,7 @@ Schedule hierarchicalAllGather(const CollectiveShape& s) {
       if (peer == layout.local) continue;
       for (int h = 0; h < H; ++h) {
         if (h == pos) continue;
-        for (int q : part(h, i))
+        for (int q : layout.lane(h, i))
           for (uint64_t j = 0; j < chunks; ++j) {
             const Range c = piece(q, j);
             b.send(mine[peer], at(BufferId::Recv, c, e), c.count * e, {have[q][j]});
@@ -281,7 +283,7 @@ Schedule hierarchicalAllGather(const CollectiveShape& s) {
     if (o == layout.local) continue;
     for (int h = 0; h < H; ++h) {
       if (h == layout.host) continue;
-      for (int q : part(h, o))
+      for (int q : layout.lane(h, o))
         for (uint64_t j = 0; j < chunks; ++j) {
           const Range c = piece(q, j);
           b.recv(mine[o], at(BufferId::Recv, c, e), c.count * e);
@@ -310,12 +312,6 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
   auto piece = [&](int q, uint64_t j) {
     return chunkOf(Range{static_cast<uint64_t>(q) * s.count, s.count}, chunks, j);
   };
-  auto part = [&](int h, int i) {  // the ranks of host h whose blocks local rank i sums
-    std::vector<int> ranks;
-    for (size_t j = static_cast<size_t>(i); j < layout.ranksOf[h].size(); j += m)
-      ranks.push_back(layout.ranksOf[h][j]);
-    return ranks;
-  };
   auto ringHost = [&](int n) { return ((pos - 1 - n) % H + H) % H; };
 
   // Stage 1, senders: my input blocks of part i to local rank i, for every other i.
@@ -323,7 +319,7 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
   for (int i = 0; i < m; ++i) {
     if (i == layout.local) continue;
     for (int n = 0; n < H; ++n)
-      for (int q : part(ringHost(n), i))
+      for (int q : layout.lane(ringHost(n), i))
         for (uint64_t j = 0; j < chunks; ++j) {
           const Range c = piece(q, j);
           const StepId sent = b.send(mine[i], at(BufferId::Send, c, e), c.count * e);
@@ -337,7 +333,7 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
     std::vector<int> index(static_cast<size_t>(s.nranks), -1);
     int units = 0;
     for (int h = 0; h < H; ++h)
-      for (int q : part(h, i)) index[static_cast<size_t>(q)] = units++;
+      for (int q : layout.lane(h, i)) index[static_cast<size_t>(q)] = units++;
     const uint64_t slot = maxChunk * e;
     const uint64_t accBase = b.allocateScratch(2 * static_cast<uint64_t>(units) * chunks * slot);
     const uint64_t tmpBase = accBase + static_cast<uint64_t>(units) * chunks * slot;
@@ -354,7 +350,7 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
 
     // Stage 1, owner: my input, then every local peer's, summed per chunk.
     for (int n = 0; n < H; ++n)
-      for (int q : part(ringHost(n), i)) {
+      for (int q : layout.lane(ringHost(n), i)) {
         std::vector<StepId>& r = ready[static_cast<size_t>(q)];
         r.assign(chunks, kNoStep);
         for (uint64_t j = 0; j < chunks; ++j) {
@@ -373,10 +369,10 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
       const int right = layout.ranksOf[(pos + 1) % H][i];
       const int left = layout.ranksOf[(pos + H - 1) % H][i];
       for (int t = 0; t < H - 1; ++t) {
-        for (int q : part(ringHost(t), i))
+        for (int q : layout.lane(ringHost(t), i))
           for (uint64_t j = 0; j < chunks; ++j)
             b.send(right, acc(q, j), piece(q, j).count * e, {ready[static_cast<size_t>(q)][j]});
-        for (int q : part(ringHost(t + 1), i))
+        for (int q : layout.lane(ringHost(t + 1), i))
           for (uint64_t j = 0; j < chunks; ++j) {
             StepId& r = ready[static_cast<size_t>(q)][j];
             r = b.recvReduce(left, acc(q, j), tmp(q, j), acc(q, j), piece(q, j).count * e, {r});
@@ -385,7 +381,7 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
     }
 
     // Stage 3, owner: every block of my host's part to its rank (mine into my output).
-    for (int q : part(pos, i))
+    for (int q : layout.lane(pos, i))
       for (uint64_t j = 0; j < chunks; ++j) {
         const Range c = chunkOf(Range{0, s.count}, chunks, j);
         const StepId r = ready[static_cast<size_t>(q)][j];
@@ -461,12 +457,6 @@ Schedule hierarchicalAlltoAll(const CollectiveShape& s) {
   auto block = [&](BufferId buffer, int q) {
     return BufferRef{buffer, static_cast<uint64_t>(q) * blockBytes};
   };
-  auto lane = [&](int h, int i) {  // the ranks of host h that local rank i serves
-    std::vector<int> ranks;
-    for (size_t j = static_cast<size_t>(i); j < layout.ranksOf[h].size(); j += m)
-      ranks.push_back(layout.ranksOf[h][j]);
-    return ranks;
-  };
   auto otherHost = [&](int n) { return (pos + 1 + n) % H; };  // n < H-1: every other host
   std::vector<int> localOf(static_cast<size_t>(s.nranks));
   for (int h = 0; h < H; ++h)
@@ -499,8 +489,9 @@ Schedule hierarchicalAlltoAll(const CollectiveShape& s) {
   if (i >= 0)
     for (int n = 0; n < H - 1; ++n) {
       const int g = otherHost(n);
-      packAt[g] = b.allocateScratch(lane(g, i).size() * k * blockBytes);
-      unpackAt[g] = b.allocateScratch(lane(pos, i).size() * layout.ranksOf[g].size() * blockBytes);
+      packAt[g] = b.allocateScratch(layout.lane(g, i).size() * k * blockBytes);
+      unpackAt[g] =
+          b.allocateScratch(layout.lane(pos, i).size() * layout.ranksOf[g].size() * blockBytes);
     }
   auto packSlot = [&](int g, size_t dest, int source) {  // dest: index in lane(g, i)
     return BufferRef{BufferId::Scratch,
@@ -512,7 +503,7 @@ Schedule hierarchicalAlltoAll(const CollectiveShape& s) {
   for (int owner = 0; owner < m; ++owner)
     for (int n = 0; n < H - 1; ++n) {
       const int g = otherHost(n);
-      const std::vector<int> dests = lane(g, owner);
+      const std::vector<int> dests = layout.lane(g, owner);
       for (size_t d = 0; d < dests.size(); ++d) {
         const int q = dests[d];
         if (owner == layout.local)
@@ -527,7 +518,7 @@ Schedule hierarchicalAlltoAll(const CollectiveShape& s) {
       if (source == layout.local) continue;
       for (int n = 0; n < H - 1; ++n) {
         const int g = otherHost(n);
-        const std::vector<int> dests = lane(g, i);
+        const std::vector<int> dests = layout.lane(g, i);
         for (size_t d = 0; d < dests.size(); ++d)
           packed[g] = join(packed[g], b.recv(mine[source], packSlot(g, d, mine[source]),
                                              blockBytes));
@@ -538,15 +529,15 @@ Schedule hierarchicalAlltoAll(const CollectiveShape& s) {
     for (int n = 0; n < H - 1; ++n) {
       const int g = otherHost(n);
       b.send(layout.ranksOf[g][i], {BufferId::Scratch, packAt[g]},
-             lane(g, i).size() * k * blockBytes, {packed[g]});
+             layout.lane(g, i).size() * k * blockBytes, {packed[g]});
     }
     for (int n = 0; n < H - 1; ++n) {
       const int g = (pos + H - 1 - n) % H;  // the senders in the order they send to me
       unpacked[g] = b.recv(layout.ranksOf[g][i], {BufferId::Scratch, unpackAt[g]},
-                           lane(pos, i).size() * layout.ranksOf[g].size() * blockBytes);
+                           layout.lane(pos, i).size() * layout.ranksOf[g].size() * blockBytes);
     }
     // (3) Each block to its destination on this host (mine into place).
-    const std::vector<int> dests = lane(pos, i);
+    const std::vector<int> dests = layout.lane(pos, i);
     for (int n = 0; n < H - 1; ++n) {
       const int g = otherHost(n);
       const std::vector<int>& sources = layout.ranksOf[g];
