@@ -67,7 +67,8 @@ skip='^install:|^soak:'
 #    staged, CMA and memalloc variants of the native reduce (7-12 s): their allreduce;
 #  - the hierarchical algorithms on 2+1 processes (25 s): on loopback over many host layouts;
 #  - weft-perf's all_reduce, reduce and reduce_scatter sweeps of every type and op (12-40 s),
-#    which check what the native and mp tests check: weft-perf's other collectives.
+#    which check what the native and mp tests check: weft-perf's other collectives; and its
+#    --calibrate runs (30-35 s), which time the same transfers and reductions at many sizes.
 ci_skip='every collective, type and op on [4-8] processes'
 ci_skip+='|^mp\((ucx|shm-staged|shm-memalloc)\): every collective, type and op on 3 '
 ci_skip+='|^mp\((shm|ucx)-check\)|^mp\(WEFT_ALGO round'
@@ -82,6 +83,7 @@ ci_skip+='|^topology:(the chosen trees and rings|packed broadcast|replayed messa
 ci_skip+='|^native\([a-z]+\): reduce-scatter|^native\((staged|cma|memalloc)\): reduce is'
 ci_skip+='|^weft-perf-(all_reduce|reduce|reduce_scatter)-t[23]$'
 ci_skip+='|^weft-perf-weftrun-(all_reduce-n2|registered-(all_reduce|reduce_scatter)-n3)$'
+ci_skip+='|^weft-perf-calibrate$|^multihost: weft-perf --calibrate'
 ((all)) || skip+="|$ci_skip"
 # Under mpirun, libpmix and Open MPI's plugins leak at exit (pmix_rte_init, and ~120 KB in
 # unloaded MCA modules): the launch integration tests ("launch: ...") and the others that start
