@@ -90,6 +90,10 @@ TEST_CASE("a client with the wrong secret is refused quickly, and the others sti
   }
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   CHECK(get(server->port(), secret, 2, "k") == bytesOf("v"));
+  // Counted once the reply's send has returned, which can be after the client read it (as above).
+  const Deadline deadline = Deadline::afterMs(kGenerousMs);
+  while (server->served("k") < 1 && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   CHECK(server->served("k") == 1);
 }
 
