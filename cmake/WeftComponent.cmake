@@ -31,5 +31,8 @@ function(weft_unit_test name)
   if(ARG_ENVIRONMENT)
     list(APPEND properties ENVIRONMENT "${ARG_ENVIRONMENT}")
   endif()
-  catch_discover_tests(weft-test-${name} TEST_PREFIX "${name}: " PROPERTIES ${properties})
+  # --warn NoTests: a test whose name Catch cannot find again fails instead of running nothing
+  # (catch_discover_tests splits names at semicolons: TEST_CASE names must not hold one).
+  catch_discover_tests(weft-test-${name} TEST_PREFIX "${name}: " EXTRA_ARGS --warn NoTests
+                       PROPERTIES ${properties})
 endfunction()

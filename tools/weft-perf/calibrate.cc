@@ -210,9 +210,12 @@ int runCalibration(const Options& o, const RankSetup& s) {
   RateCurve& curve = params.bandwidthCurve[static_cast<int>(link)];
   curve = {};
   const double fixed = (fit.messageUs + fit.latencyUs) * 1e-6;
-  for (const SizeSample& x : large)
-    if (x.seconds > fixed)
-      curve.add(static_cast<uint64_t>(x.bytes), x.bytes / (x.seconds - fixed) / 1e9);
+  for (const SizeSample& x : large) {
+    // A point for every size: where noise (or a slow build) puts the exchange near the fixed
+    // costs, its transfer is taken as at least a tenth of it.
+    const double transfer = std::max(x.seconds - fixed, 0.1 * x.seconds);
+    curve.add(static_cast<uint64_t>(x.bytes), x.bytes / transfer / 1e9);
+  }
   if (rank0) {
     fmt::print("# ring exchange, every rank at once: 1 x 8 B {:.2f} us, {} x 8 B {:.2f} us\n",
                one * 1e6, kBurstMessages, burst * 1e6);

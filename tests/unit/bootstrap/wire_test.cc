@@ -68,7 +68,7 @@ TEST_CASE("hello and table messages round-trip and reject truncation") {
   CHECK(t.ranks[1].address == table.ranks[1].address);
 }
 
-TEST_CASE("claims round-trip; anything else is not a claim") {
+TEST_CASE("claims round-trip, anything else is not a claim") {
   Claim claim{Claim::kRingLink, 5, {}};
   claim.commId[15] = 9;
   const auto back = decodeClaim(encodeClaim(claim));

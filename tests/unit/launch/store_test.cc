@@ -143,7 +143,7 @@ TEST_CASE("strangers and garbage do not disturb the store") {
   CHECK(get(server->port(), secret, 1, "k") == bytesOf("v"));
 }
 
-TEST_CASE("the secret file's contents are the secret; loose permissions are warned about") {
+TEST_CASE("the secret file's contents are the secret, loose permissions are warned about") {
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("weft-secret-test-" + std::to_string(::getpid()));
   {

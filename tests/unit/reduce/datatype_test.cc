@@ -197,18 +197,18 @@ TEST_CASE("datatype values -1 and 12 are invalid: size 0, a placeholder name, no
   }
 }
 
-TEST_CASE("all 2^16 half patterns decode exactly and round-trip; NaN comes back quiet") {
+TEST_CASE("all 2^16 half patterns decode exactly and round-trip, NaN comes back quiet") {
   // NaN: payload kept, quiet bit (0x0200) set.
   checkEveryCode(
       kHalf, [](uint32_t code) { return code | 0x0200u; }, identity);
 }
 
-TEST_CASE("all 2^16 bfloat16 patterns decode exactly and round-trip; NaN comes back quiet") {
+TEST_CASE("all 2^16 bfloat16 patterns decode exactly and round-trip, NaN comes back quiet") {
   checkEveryCode(
       kBfloat16, [](uint32_t code) { return code | 0x0040u; }, identity);
 }
 
-TEST_CASE("all 256 fp8 e4m3 patterns decode exactly and round-trip; NaN comes back as 0x7f") {
+TEST_CASE("all 256 fp8 e4m3 patterns decode exactly and round-trip, NaN comes back as 0x7f") {
   checkEveryCode(
       kE4m3, [](uint32_t) { return 0x7fu; }, identity);
   CHECK(fp8e4m3ToFloat(0x7e) == 448.0f);
@@ -218,7 +218,7 @@ TEST_CASE("all 256 fp8 e4m3 patterns decode exactly and round-trip; NaN comes ba
   CHECK(fp8e4m3ToFloat(0x78) == 256.0f);  // S.1111.000 is a number in E4M3, not infinity
 }
 
-TEST_CASE("all 256 fp8 e5m2 patterns decode exactly; infinities come back as ±57344") {
+TEST_CASE("all 256 fp8 e5m2 patterns decode exactly, infinities come back as ±57344") {
   // __NV_SATFINITE maps infinity to the largest finite value.
   checkEveryCode(
       kE5m2, [](uint32_t) { return 0x7fu; }, [](uint32_t code) { return (code & 0x80u) | 0x7bu; });

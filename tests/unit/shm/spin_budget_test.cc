@@ -5,7 +5,7 @@
 
 using weft::SpinBudget;
 
-TEST_CASE("spin budget: starts at the floor; each spin that works doubles it, up to the ceiling",
+TEST_CASE("spin budget: starts at the floor, each spin that works doubles it, up to the ceiling",
           "[shm][spin]") {
   SpinBudget b(1000, 200000, 50, 50);
   CHECK(b.ns() == 1000);
@@ -40,7 +40,7 @@ TEST_CASE("spin budget: mixed outcomes move it both ways", "[shm][spin]") {
   CHECK(b.ns() == 2000);
 }
 
-TEST_CASE("spin budget: a floor above the ceiling is the ceiling; a zero budget stays zero",
+TEST_CASE("spin budget: a floor above the ceiling is the ceiling, a zero budget stays zero",
           "[shm][spin]") {
   SpinBudget none(0, 0, 0, 0);
   none.spinWorked();

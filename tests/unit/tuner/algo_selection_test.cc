@@ -80,7 +80,7 @@ TEST_CASE("a clause without a collective applies to every collective its names s
   CHECK(allows(x, Collective::AlltoAll, "pairwise"));
 }
 
-TEST_CASE("collective names take NCCL's and weft's spellings, any case; clauses apply in order") {
+TEST_CASE("collective names take NCCL's and weft's spellings, any case, clauses apply in order") {
   const AlgoSelection s =
       parseAlgoSelection(" All_Reduce : Ring ; reduce-scatter:halving-doubling ; allreduce:tree ");
   CHECK_FALSE(allows(s, Collective::AllReduce, "ring"));

@@ -136,7 +136,7 @@ TEST_CASE("WEFT_ALGO's selection limits the tuner, and a forced algorithm wins o
                     Catch::Contains("WEFT_ALGO"));
 }
 
-TEST_CASE("hierarchical allreduce is a candidate on several hosts only; WEFT_ALGO can force it") {
+TEST_CASE("hierarchical allreduce is a candidate on several hosts only, WEFT_ALGO can force it") {
   const TunerSettings settings;
   Tuner oneHost(4, 4, settings);
   for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 20, uint64_t{64} << 20})

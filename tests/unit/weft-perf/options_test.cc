@@ -172,7 +172,7 @@ TEST_CASE("datatype and op flags take every name, a few aliases, and all") {
                               ReduceOp::Avg, ReduceOp::PreMulSum});
 }
 
-TEST_CASE("a lone minimum or maximum stretches the other default; a contradiction is an error") {
+TEST_CASE("a lone minimum or maximum stretches the other default, a contradiction is an error") {
   const Options big = ok({"all_reduce", "-b", "64M"});
   CHECK(big.minBytes == 64u << 20);
   CHECK(big.maxBytes == 64u << 20);
@@ -225,7 +225,7 @@ TEST_CASE("registered buffers: -R 1 asks for weftMemAlloc buffers, as nccl-tests
   CHECK(parse({"all_reduce", "-R", "2"}).kind == ParseOutcome::Kind::Error);
 }
 
-TEST_CASE("--calibrate FILE replaces the collective; --link names the link class it measures") {
+TEST_CASE("weft-perf --calibrate FILE replaces the collective, and --link names its link class") {
   const Options o = ok({"--calibrate", "tune.txt"});
   CHECK(o.calibratePath == "tune.txt");
   CHECK(o.calibrateLink.empty());

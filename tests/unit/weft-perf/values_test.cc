@@ -224,7 +224,7 @@ TEST_CASE("the pre-multiplied sum's scalar is 2 in every type") {
   CHECK(preMulScalarBits(weftFloat8e5m2) == 0x40);
 }
 
-TEST_CASE("sentinels fit the type and vary with position; guard bytes vary too") {
+TEST_CASE("sentinels fit the type and vary with position, guard bytes vary too") {
   int differ = 0;
   for (uint64_t i = 0; i < 100; ++i) {
     CHECK(sentinelBits(2, 0, i) <= 0xffff);
