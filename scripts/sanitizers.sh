@@ -32,8 +32,12 @@ fast=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1" "-DCMA
 # hwloc's PCI plugin (libhwloc-plugins) is dlclose'd with libpciaccess at exit, which leaves
 # libpciaccess's few allocations (~1 KB, kept for its lifetime) looking leaked from an
 # "<unknown module>" that no suppression can name: preloading libpciaccess keeps it mapped.
+# (The library list is read whole before grep looks at it: `ldconfig -p | grep -q` lets grep
+# quit at the first match and ldconfig die of SIGPIPE on its 75 KB, which pipefail turns into
+# "not found", and leaves every test above failing on that leak.)
 preload=
-if PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | grep -q 'libpciaccess\.so\.0 '; then
+libraries=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null || true)
+if grep -q 'libpciaccess\.so\.0 ' <<<"$libraries"; then
   preload=libpciaccess.so.0
 fi
 run() { LD_PRELOAD=$preload "$@"; }
