@@ -23,6 +23,11 @@ const char* collectiveName(Collective c) noexcept {
   return "?";
 }
 
+bool isRooted(Collective c) noexcept {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
+}
+
 bool isReducing(Collective c) noexcept {
   return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
 }

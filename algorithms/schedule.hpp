@@ -27,6 +27,8 @@ inline constexpr int kNumCollectives = 10;
 const char* collectiveName(Collective c) noexcept;
 // True for the collectives that combine values with a reduction operator.
 bool isReducing(Collective c) noexcept;
+// True for the collectives with a root (broadcast, reduce, gather, scatter).
+bool isRooted(Collective c) noexcept;
 
 // The three memories a schedule addresses: the caller's send and receive buffers and a scratch
 // area the executor provides (Schedule::scratchBytes).

@@ -43,17 +43,12 @@ struct Frame {
   int hosts() const { return symmetry == Symmetry::None ? (nranks + perHost - 1) / perHost : 1; }
 };
 
-// A collective with a root is not symmetric whatever its algorithm: the root is one rank.
-bool rooted(Collective c) {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
-}
-
 Frame chooseFrame(const Algorithm& a, Collective c, const MachineModel& m, const SimOptions& o) {
   Frame f;
   f.nranks = m.nranks;
   f.perHost = std::clamp(m.ranksPerHost, 1, m.nranks);
-  if (o.full || f.perHost == f.nranks || f.nranks % f.perHost != 0 || rooted(c)) return f;
+  // A collective with a root is not symmetric whatever its algorithm: the root is one rank.
+  if (o.full || f.perHost == f.nranks || f.nranks % f.perHost != 0 || isRooted(c)) return f;
   if (a.symmetry == Symmetry::Rotation) f.symmetry = Symmetry::Rotation;
   if (a.symmetry == Symmetry::Xor && isPowerOfTwo(f.nranks) && isPowerOfTwo(f.perHost))
     f.symmetry = Symmetry::Xor;
@@ -115,7 +110,8 @@ class Replay {
   Replay(const Algorithm& algorithm, const CollectiveShape& shape, const MachineModel& model,
          const SimOptions& options)
       : Replay([&algorithm](const CollectiveShape& s) { return buildSchedule(algorithm, s); },
-               algorithm.name, chooseFrame(algorithm, shape.collective, model, options), shape, model, options) {}
+               algorithm.name, chooseFrame(algorithm, shape.collective, model, options), shape,
+               model, options) {}
   Replay(Builder builder, const char* name, Frame frame, const CollectiveShape& shape,
          const MachineModel& model, const SimOptions& options)
       : builder_(std::move(builder)),

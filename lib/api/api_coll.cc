@@ -9,11 +9,6 @@ using namespace weft;
 
 namespace {
 
-bool isRooted(Collective c) {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
-}
-
 // Every check that needs no peer: buffers, datatype, operator, root or peer, sizes, overlap.
 void validate(const Operation& op, Comm& comm) {
   const int n = comm.nranks(), rank = comm.rank();

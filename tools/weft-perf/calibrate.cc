@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -18,6 +17,7 @@
 #include "algorithms/reduce/reduce.hpp"
 #include "calibration_fit.hpp"
 #include "datatypes.hpp"
+#include "lib/base/env.hpp"
 
 namespace weft::perf {
 namespace {
@@ -113,16 +113,22 @@ MachineParams existing(const std::string& path) {
   return loadTuneFile(path);
 }
 
-bool writeAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+// Rank 0 replaces the file atomically (a temporary beside it, then rename). Returns the exit
+// status: 1 after a message when it cannot.
+int save(const Options& o, const MachineParams& params) {
+  const std::string text = formatTuneFile(params);
+  const std::string tmp = o.calibratePath + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return false;
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+  bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), o.calibratePath.c_str()) != 0) {
+    fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
+               std::strerror(errno));
     std::remove(tmp.c_str());
-    return false;
+    return 1;
   }
-  return true;
+  fmt::print("# wrote {} (use it with WEFT_TUNE_FILE={})\n", o.calibratePath, o.calibratePath);
+  return 0;
 }
 
 LinkClass linkClass(const Options& o) {
@@ -130,8 +136,7 @@ LinkClass linkClass(const Options& o) {
   if (o.calibrateLink == "net") return LinkClass::Net;
   if (o.calibrateLink == "shm") return LinkClass::Shm;
   // Unset: the transport weft uses between the ranks of one host.
-  const char* disabled = std::getenv("WEFT_SHM_DISABLE");
-  return disabled != nullptr && std::strcmp(disabled, "1") == 0 ? LinkClass::Ucx : LinkClass::Shm;
+  return envOrDefaults().shmDisable ? LinkClass::Ucx : LinkClass::Shm;
 }
 
 // More ranks than cores: the rates and costs of the file (measured with one rank per core)
@@ -159,13 +164,7 @@ int calibrateOversubscribed(const Options& o, const RankSetup& s, MachineParams&
       "# {} ranks on {} cores: 1 x 8 B exchange {:.2f} us, {:.2f} us from the file's "
       "shm costs x {:.3g}: host.switch_us = {:.3g}\n",
       s.nranks, params.cores, one * 1e6, modelled, share, params.switchUs);
-  if (!writeAtomically(o.calibratePath, formatTuneFile(params))) {
-    fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
-               std::strerror(errno));
-    return 1;
-  }
-  fmt::print("# wrote {}\n", o.calibratePath);
-  return 0;
+  return save(o, params);
 }
 
 }  // namespace
@@ -192,8 +191,12 @@ int runCalibration(const Options& o, const RankSetup& s) {
                linkClassName(link));
     std::fflush(stdout);
   }
-  if (link != LinkClass::Net && cores > 0 && s.nranks > cores)
-    return calibrateOversubscribed(o, s, params, cores);
+  const bool oversubscribed = cores > 0 && s.nranks > cores;
+  if (link == LinkClass::Shm && oversubscribed) return calibrateOversubscribed(o, s, params, cores);
+  if (link == LinkClass::Ucx && oversubscribed && rank0)
+    fmt::print("# warning: {} ranks on {} cores measure UCX slowed by oversubscription, which the "
+               "model adds itself (host.cores): calibrate with one rank per core\n",
+               s.nranks, cores);
 
   const double one = ringExchange(s, 8, 1, 2000);
   const double burst = ringExchange(s, 8, kBurstMessages, 200);
@@ -231,14 +234,11 @@ int runCalibration(const Options& o, const RankSetup& s) {
   }
 
   if (link == LinkClass::Shm) {
-    // The CPU's share of a collective: reductions and copies, every rank at once (as in a
-    // collective, they share the memory system), by size (curves) and, for every datatype, on
-    // 4 MiB operands (each datatype's curve is float32's, scaled).
-    // By size, as a schedule's steps run them: after an exchange, into the buffer the peer
-    // has just read (its cache lines must be taken back from the peer's core first, which
-    // makes a 32 KiB reduction several times slower than on a private buffer), with the
-    // received data as the other operand. The rate is the bytes over what the step adds to
-    // the exchange alone.
+    // The CPU's share of a collective, every rank at once. By size, as a schedule's steps run
+    // them: after an exchange, into the buffer the peer has just read (its cache lines must be
+    // taken back from the peer's core first, which makes a 64 KiB reduction ~13x slower than
+    // on a private buffer), with the received data as the other operand; the rate is the
+    // bytes over what the step adds to the exchange alone.
     constexpr int kReps = 16;
     params.reduceCurve = params.copyCurve = {};
     const ReduceFn sum = reduceKernel(weftFloat32, ReduceKind::Sum);
@@ -281,14 +281,7 @@ int runCalibration(const Options& o, const RankSetup& s) {
     if (rank0) fmt::print("# copy: {:.3g} GB/s\n# host: {} cores\n", params.copyGBps, cores);
   }
 
-  if (!rank0) return 0;
-  if (!writeAtomically(o.calibratePath, formatTuneFile(params))) {
-    fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
-               std::strerror(errno));
-    return 1;
-  }
-  fmt::print("# wrote {} (use it with WEFT_TUNE_FILE={})\n", o.calibratePath, o.calibratePath);
-  return 0;
+  return rank0 ? save(o, params) : 0;
 }
 
 }  // namespace weft::perf

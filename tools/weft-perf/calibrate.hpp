@@ -9,9 +9,10 @@
 // What it measures (calibration_fit.hpp has the arithmetic):
 //   - the link: ring exchanges of one 8-byte message, of a burst of 32 such messages, and of
 //     single messages from 64 KiB to 64 MiB: per-message CPU, latency, bandwidth;
-//   - with --link shm also each rank's reduction rate (sum, every datatype) and memcpy rate,
-//     all ranks at once as in a collective, on 4 MiB operands, and the host's cores.
-// With more ranks than cores (after a run with one rank per core), only what waking a rank
+//   - with --link shm also reduction (float32 sum) and memcpy rates by size, timed right after
+//     an exchange into the buffer the peer has just read, as schedule steps run them; every
+//     datatype's reduction on private 4 MiB operands; and the host's cores.
+// Shm with more ranks than cores (after a run with one rank per core): only what waking a rank
 // costs then: host.switch_us, from the 8-byte exchange beyond the file's costs x ranks/cores.
 // An existing FILE keeps the keys this run does not measure; it is replaced atomically.
 #pragma once
