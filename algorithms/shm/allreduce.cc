@@ -31,9 +31,11 @@ void copyOut(void* dst, const void* src, size_t bytes, size_t totalBytes) {
 
 void ShmCollectives::allReduce(const NativeCall& call) {
   const uint64_t bytes = call.count * call.elemSize;
-  if (oversubscribed_ && n() > 1 && bytes <= kOneShotBytes) return allReduceLastArriver(call);
+  if (oversubscribed_ && n() > 1 && bytes <= kLastArriverBytes) return allReduceLastArriver(call);
   if (n() > 1 && bytes <= kInlineBytes) return allReduceInline(call);
-  if (bytes <= kOneShotBytes || n() == 1) return allReduceOneShot(call);
+  if (n() == 1 || bytes <= kOneShotBytes ||
+      (!oversubscribed_ && bytes * n() <= kOneShotReadBytes))
+    return allReduceOneShot(call);
   const Path path = choosePath(call);
   if (path == Path::Staged) return allReduceStaged(call);
   allReducePeerRead(call, path);

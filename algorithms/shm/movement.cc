@@ -73,7 +73,7 @@ void ShmCollectives::alltoAll(const NativeCall& call) { movePeerReadOrStaged(cal
 void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
   const uint64_t blockBytes = call.count * call.elemSize;
   // In-place alltoall cannot read peers in place: a rank would overwrite what a peer reads.
-  const bool mayReadPeers = n() > 1 && blockBytes > kOneShotBytes &&
+  const bool mayReadPeers = n() > 1 && blockBytes > kPeerReadFromBytes &&
                             !(call.collective == Collective::AlltoAll && call.inPlace);
   const Path path = mayReadPeers ? choosePath(call) : Path::Staged;
   if (path == Path::Staged)

@@ -18,7 +18,7 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
   const uint64_t count = call.count;
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
-  const bool mayReadPeers = n() > 1 && count * es > kOneShotBytes;
+  const bool mayReadPeers = n() > 1 && count * es > kPeerReadFromBytes;
   const Path path = mayReadPeers ? choosePath(call) : Path::Staged;
   if (path != Path::Staged) {
     const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);

@@ -179,9 +179,9 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   const ShmMode mode = e.shmMode == "staged" ? ShmMode::Staged
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
-  const bool oversubscribed = group.size() > usableCores();
-  spin_ = makeSpinBudget(oversubscribed);
-  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, oversubscribed);
+  // Until the ranks have agreed whether they share cores (setUp, below), wait as if they did.
+  spin_ = makeSpinBudget(true);
+  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode);
   localRanks_ = group.ranks;
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
@@ -192,6 +192,9 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   transportOptions.label = label_;
   transport_ = createShmTransport(*segment_, group, transportOptions);
   shm_->setUp(shmWait({nullptr, nullptr, "shared-memory set-up"}));
+  spin_ = makeSpinBudget(shm_->oversubscribed());
+  WEFT_INFO(kSubsysShm, "{}: {} local ranks on {} cores{}", label_, group.size(), shm_->cores(),
+            shm_->oversubscribed() ? ": ranks share cores" : "");
   if (mode == ShmMode::Cma && !shm_->cmaWorks())
     fail(weftSystemError, "{}: WEFT_SHM_MODE=cma, but the kernel refuses CMA between these "
          "processes (ptrace_scope?)", label_);

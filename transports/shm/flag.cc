@@ -40,11 +40,6 @@ void SharedFlag::publish(uint32_t v) {
   if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&value, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
-int usableCores() {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
-
 std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed) {
   if (oversubscribed) return std::make_unique<SpinBudget>(0, 0, 2, kYields);
   return std::make_unique<SpinBudget>(kFloorSpinNs, 200 * 1000, kYields, kYields);

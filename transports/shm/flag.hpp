@@ -56,9 +56,6 @@ struct WaitContext {
   SpinBudget* spin = nullptr;
 };
 
-// The cores this process may run on; ranks sharing them are oversubscribed when they outnumber
-// them.
-int usableCores();
 // The spin budget of ranks that have a core each: spin 1 us to 200 us (adaptive), then yield 50
 // times, then sleep; a sleeping waiter's peer pays for the wake-up, and two ranks that sleep in
 // turn pay it on every call. Ranks that share cores do not spin past a first short round (the

@@ -1,6 +1,6 @@
 // The native shared-memory collectives with ranks as threads (weftCommInitAll): every
 // collective, datatype and operator for 1..8 ranks, in place and out of place, at counts {0, 1,
-// 2, 7, 1023, 65537}, buffers at aligned and odd element offsets, against tests/support.
+// 2, 7, 1023, 12289, 65537}, buffers at aligned and odd element offsets, against tests/support.
 // ctest runs this program once per WEFT_SHM_MODE (auto: ranks read each other's buffers in
 // place; staged; cma) and once with buffers from weftMemAlloc.
 #include <catch2/catch.hpp>
@@ -19,7 +19,9 @@ using namespace weft::testing;
 
 namespace {
 
-const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 65537};
+// 12289 elements of 2 or 4 bytes: one-shot allreduce above the old 16 KiB bound (ranks with a
+// core each, up to 128 KiB read per rank).
+const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 12289, 65537};
 constexpr uint64_t kMaxCount = 65537;
 
 bool sharedBuffers() {
