@@ -38,6 +38,11 @@ def human(n):
 
 
 def worker(args):
+    # Under mpirun (perf/multihost_allreduce), the rank comes from Open MPI's environment.
+    for ours, ompi in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
+                       ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")):
+        if ours not in os.environ and ompi in os.environ:
+            os.environ[ours] = os.environ[ompi]
     import torch
     import torch.distributed as dist
     if args.backend == "weft":
