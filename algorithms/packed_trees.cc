@@ -114,10 +114,13 @@ struct DownFlow {
   uint64_t base = 0;
 };
 
-// How many rounds a rank's own data (allgather: its block, which it sends as fast as its links
-// allow) may run ahead of what it forwards for the others: without a limit its whole block would
-// queue on its connections ahead of the others' blocks and hold their trees up.
-constexpr uint64_t kOwnRoundsAhead = 4;
+// How many rounds ahead of the last chunk it has received a rank takes in. Its receives of round
+// j are posted once a chunk of round j - kRoundsAhead is in, so senders (rendezvous) cannot flood
+// its links with rounds that nothing waits for yet, ahead of the chunks its trees need now; and a
+// rank's own data (allgather: its block, which it could send as fast as its links allow) goes out
+// at the pace of what it forwards, instead of queueing whole on its connections ahead of the
+// other blocks.
+constexpr uint64_t kRoundsAhead = 4;
 
 // Appends the flows' chunks round by round, so that trees sharing a connection advance together
 // instead of one after the other: messages to one peer leave in order.
@@ -140,10 +143,11 @@ void appendDownFlows(ScheduleBuilder& b, const CollectiveShape& s,
       const BufferRef at{BufferId::Recv, (f.base + c.offset) * e};
       const bool root = f.role.parent < 0;
       StepId have = kNoStep;
+      const StepId pace = j >= kRoundsAhead ? lastRecv[j - kRoundsAhead] : kNoStep;
       if (!root)
-        have = lastRecv[j] = b.recv(f.role.parent, at, c.count * e);
-      else if (j >= kOwnRoundsAhead)
-        have = lastRecv[j - kOwnRoundsAhead];
+        have = lastRecv[j] = b.recv(f.role.parent, at, c.count * e, {pace});
+      else
+        have = pace;
       for (int child : f.role.children)
         b.send(child, root ? BufferRef{BufferId::Send, c.offset * e} : at, c.count * e, {have});
     }

@@ -61,7 +61,7 @@ void TreePipeline::appendChunk(uint64_t j) {
   const size_t nc = role_.children.size();
   auto at = [&](BufferId id, Range c) { return BufferRef{id, c.offset * e}; };
   const Range c = chunk(j);
-  if (c.count == 0) return;  // a small part has no share of this round
+  if (c.count == 0 && !given_.empty()) return;  // a small part has no share of this round
   const uint64_t bytes = c.count * e;
 
   if (flow_ == TreeFlow::Broadcast) {
