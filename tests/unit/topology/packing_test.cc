@@ -338,14 +338,15 @@ TEST_CASE("GPU allocations that are not GPUs of one host are rejected") {
   CHECK_THROWS_WITH(planGpus(g, std::vector<int>{gpu0}), Catch::Contains("at least two"));
 }
 
-// The target for the replay is 90% of the bound; the schedules reach 88.8% to 99.9% (see
-// lib/topology/README.md), so the test holds them at 88% until the rest is found.
-constexpr double kReplayedShare = 0.88;
+// The target for the replay is 90% of the bound. Broadcast reaches it everywhere;
+// allreduce replays at 88.8% to 100% (see lib/topology/README.md), so the test holds it at 88%
+// until the rest is found.
+constexpr double kReplayedBroadcastShare = 0.9, kReplayedAllReduceShare = 0.88;
 
 TEST_CASE(
-    "replayed message by message at 256 MiB, the chosen broadcast and allreduce reach 88% of the "
-    "bound, never lose to the ring replayed the same way, and on the DGX-1 fragments the packed "
-    "trees beat it twice") {
+    "replayed message by message at 256 MiB, the chosen broadcast reaches 90% of the bound and "
+    "allreduce 88%, neither loses to the ring replayed the same way, and on the DGX-1 fragments "
+    "the packed trees beat it twice") {
   for (const Case& c : kCases) {
     const Graph& g = fixture(c.fixture);
     const std::vector<int> gpus = gpusByIndex(g, c.cuda);
@@ -357,7 +358,8 @@ TEST_CASE(
                      << (p == &plan.broadcast ? "broadcast" : "allreduce") << ": bound "
                      << p->upperBoundGBps << ", replayed packed " << r.packedGBps << ", ring "
                      << r.ringGBps);
-      CHECK(chosen >= kReplayedShare * p->upperBoundGBps);
+      CHECK(chosen >= (p == &plan.broadcast ? kReplayedBroadcastShare : kReplayedAllReduceShare) *
+                          p->upperBoundGBps);
       CHECK(chosen >= r.ringGBps);
       CHECK(chosen == (p->ringChosen ? r.ringGBps : r.packedGBps));
       // The ring's replay is its hand-routed steady state less its pipeline filling (at most 7
