@@ -9,8 +9,6 @@
 namespace weft {
 namespace {
 
-constexpr uint64_t kPackedTreeWindow = 2;
-
 int checkTree(const WeightedTree& t, int n) {
   if (static_cast<int>(t.parent.size()) != n)
     fail(weftInternalError, "packed tree over {} ranks for {} ranks", t.parent.size(), n);
@@ -68,17 +66,19 @@ std::vector<Range> split(uint64_t total, const std::vector<double>& weights) {
 // draining pipelines as deep as the trees costs a fraction of a round per level.
 std::vector<double> roundEnds(uint64_t count, uint32_t elemSize, uint64_t chunkBytes) {
   const uint64_t round = std::max<uint64_t>(1, chunkBytes / elemSize);
-  std::vector<uint64_t> sizes;
   constexpr int kRamp = 4;
-  if (count >= 2 * round) {
-    uint64_t ramped = 0;
-    for (int k = kRamp; k >= 1; --k) {
-      sizes.push_back(std::max<uint64_t>(1, round >> k));
-      ramped += 2 * sizes.back();
-    }
+  std::vector<uint64_t> ramp;  // 1/16, 1/8, 1/4, 1/2 of a round
+  uint64_t ramped = 0;
+  for (int k = kRamp; k >= 1; --k) {
+    ramp.push_back(std::max<uint64_t>(1, round >> k));
+    ramped += 2 * ramp.back();
+  }
+  std::vector<uint64_t> sizes;
+  if (count >= ramped + round) {  // a full round at least between the ramps
     const uint64_t middle = count - ramped, rounds = chunkCount(middle, elemSize, chunkBytes);
+    sizes = ramp;
     for (uint64_t j = 0; j < rounds; ++j) sizes.push_back(blockRange(middle, rounds, j).count);
-    for (int k = 1; k <= kRamp; ++k) sizes.push_back(std::max<uint64_t>(1, round >> k));
+    sizes.insert(sizes.end(), ramp.rbegin(), ramp.rend());
   } else {
     const uint64_t rounds = chunkCount(count, elemSize, chunkBytes);
     for (uint64_t j = 0; j < rounds; ++j) sizes.push_back(blockRange(count, rounds, j).count);
@@ -202,9 +202,11 @@ Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree
     appendDownFlows(b, s, flows, ends);
     return std::move(b).finish();
   }
-  // Reduce and allreduce: the trees' pipelines, round by round. One scratch slot per child and
-  // tree: a child sends a tree's next chunk once the last one is reduced, so that no tree runs
-  // ahead of the others and takes more than its share of links it shares with them.
+  // Reduce and allreduce: the trees' pipelines, round by round. Two scratch slots per child and
+  // tree (tree.cc's pipelines keep four): a child sends a tree's chunk j + 2 once its chunk j is
+  // reduced, so that no tree runs far ahead of the others and takes more than its share of the
+  // links it shares with them.
+  constexpr uint64_t kPackedTreeWindow = 2;
   std::vector<TreePipeline> pipelines;
   pipelines.reserve(trees.size());
   for (size_t i = 0; i < trees.size(); ++i)
