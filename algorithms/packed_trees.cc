@@ -57,41 +57,100 @@ std::vector<Range> split(uint64_t total, const std::vector<double>& weights) {
   return parts;
 }
 
+// The pipeline's rounds, as the fractions of the buffer (allgather: of each block) at which they
+// end. Every tree's part is cut at the same fractions, so every tree has the same number of
+// chunks, each in proportion to the tree's weight: all trees fill and drain their pipelines in
+// the same time (a light tree cut into chunks of chunkBytes would have few, slow chunks and
+// finish long after the others). A round moves chunkBytes of the buffer over all the trees; the
+// first and the last rounds ramp up and down (1/16, 1/8, 1/4, 1/2 of that) so that filling and
+// draining pipelines as deep as the trees costs a fraction of a round per level.
+std::vector<double> roundEnds(uint64_t count, uint32_t elemSize, uint64_t chunkBytes) {
+  const uint64_t round = std::max<uint64_t>(1, chunkBytes / elemSize);
+  constexpr int kRamp = 4;
+  std::vector<uint64_t> ramp;  // 1/16, 1/8, 1/4, 1/2 of a round
+  uint64_t ramped = 0;
+  for (int k = kRamp; k >= 1; --k) {
+    ramp.push_back(std::max<uint64_t>(1, round >> k));
+    ramped += 2 * ramp.back();
+  }
+  std::vector<uint64_t> sizes;
+  if (count >= ramped + round) {  // a full round at least between the ramps
+    const uint64_t middle = count - ramped, rounds = chunkCount(middle, elemSize, chunkBytes);
+    sizes = ramp;
+    for (uint64_t j = 0; j < rounds; ++j) sizes.push_back(blockRange(middle, rounds, j).count);
+    sizes.insert(sizes.end(), ramp.rbegin(), ramp.rend());
+  } else {
+    const uint64_t rounds = chunkCount(count, elemSize, chunkBytes);
+    for (uint64_t j = 0; j < rounds; ++j) sizes.push_back(blockRange(count, rounds, j).count);
+  }
+  std::vector<double> ends;
+  uint64_t done = 0;
+  for (uint64_t size : sizes) {
+    done += size;
+    ends.push_back(static_cast<double>(done) / static_cast<double>(std::max<uint64_t>(1, count)));
+  }
+  ends.back() = 1;
+  return ends;
+}
+
+// A part cut at the rounds' ends (chunks may be empty when the part is small).
+std::vector<Range> cut(Range part, const std::vector<double>& ends) {
+  std::vector<Range> chunks;
+  uint64_t begin = 0;
+  for (double end : ends) {
+    const uint64_t to = std::min<uint64_t>(
+        part.count, static_cast<uint64_t>(std::llround(end * static_cast<double>(part.count))));
+    chunks.push_back({part.offset + begin, std::max(begin, to) - begin});
+    begin = std::max(begin, to);
+  }
+  return chunks;
+}
+
 // One part flowing down one tree (broadcast, allgather): the part's elements sit at `base` +
 // offset in every receive buffer and at the offset in the root's send buffer.
 struct DownFlow {
   TreeRole role;
   Range part;
   uint64_t base = 0;
-  uint64_t chunks = 0, next = 0;
 };
 
-// Appends the flows' chunks interleaved, each flow's next chunk when it is the least advanced
-// (by fraction), so that trees sharing a connection advance together instead of one after the
-// other: messages to one peer leave in order.
-void appendDownFlows(ScheduleBuilder& b, const CollectiveShape& s, std::vector<DownFlow>& flows) {
+// How many rounds ahead of the last chunk it has received a rank takes in. Its receives of round
+// j are posted once a chunk of round j - kRoundsAhead is in, so senders (rendezvous) cannot flood
+// its links with rounds that nothing waits for yet, ahead of the chunks its trees need now; and a
+// rank's own data (allgather: its block, which it could send as fast as its links allow) goes out
+// at the pace of what it forwards, instead of queueing whole on its connections ahead of the
+// other blocks.
+constexpr uint64_t kRoundsAhead = 4;
+
+// Appends the flows' chunks round by round, so that trees sharing a connection advance together
+// instead of one after the other: messages to one peer leave in order.
+void appendDownFlows(ScheduleBuilder& b, const CollectiveShape& s,
+                     const std::vector<DownFlow>& flows, const std::vector<double>& ends) {
   const uint32_t e = s.elemSize;
-  for (DownFlow& f : flows) {
-    f.chunks = f.part.count ? chunkCount(f.part.count, e, s.chunkBytes) : 0;
+  std::vector<std::vector<Range>> chunks;
+  for (const DownFlow& f : flows) {
+    chunks.push_back(cut(f.part, ends));
     if (f.role.parent < 0 && f.part.count)
       b.copy({BufferId::Send, f.part.offset * e}, {BufferId::Recv, (f.base + f.part.offset) * e},
              f.part.count * e);
   }
-  for (;;) {
-    DownFlow* pick = nullptr;
-    for (DownFlow& f : flows)
-      if (f.next < f.chunks &&
-          (!pick || (f.next + 1.0) / f.chunks < (pick->next + 1.0) / pick->chunks))
-        pick = &f;
-    if (!pick) return;
-    const Range c = chunkOf(pick->part, pick->chunks, pick->next++);
-    const BufferRef at{BufferId::Recv, (pick->base + c.offset) * e};
-    const bool root = pick->role.parent < 0;
-    StepId have = kNoStep;
-    if (!root) have = b.recv(pick->role.parent, at, c.count * e);
-    for (int child : pick->role.children)
-      b.send(child, root ? BufferRef{BufferId::Send, c.offset * e} : at, c.count * e, {have});
-  }
+  std::vector<StepId> lastRecv(ends.size(), kNoStep);  // per round
+  for (size_t j = 0; j < ends.size(); ++j)
+    for (size_t i = 0; i < flows.size(); ++i) {
+      const DownFlow& f = flows[i];
+      const Range c = chunks[i][j];
+      if (c.count == 0) continue;
+      const BufferRef at{BufferId::Recv, (f.base + c.offset) * e};
+      const bool root = f.role.parent < 0;
+      StepId have = kNoStep;
+      const StepId pace = j >= kRoundsAhead ? lastRecv[j - kRoundsAhead] : kNoStep;
+      if (!root)
+        have = lastRecv[j] = b.recv(f.role.parent, at, c.count * e, {pace});
+      else
+        have = pace;
+      for (int child : f.role.children)
+        b.send(child, root ? BufferRef{BufferId::Send, c.offset * e} : at, c.count * e, {have});
+    }
 }
 
 // Allgather: every rank's block is cut over the trees rooted at it, by their weights; the block
@@ -112,7 +171,7 @@ Schedule packedAllGather(const CollectiveShape& s, std::span<const WeightedTree>
           {roleIn(trees[rooted[r][k]], s.rank), parts[k], static_cast<uint64_t>(r) * s.count});
   }
   ScheduleBuilder b;
-  appendDownFlows(b, s, flows);
+  appendDownFlows(b, s, flows, roundEnds(s.count, s.elemSize, s.chunkBytes));
   return std::move(b).finish();
 }
 
@@ -134,30 +193,28 @@ Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree
   std::vector<double> weights;
   for (const WeightedTree& t : trees) weights.push_back(t.weight);
   const std::vector<Range> parts = split(s.count, weights);
+  const std::vector<double> ends = roundEnds(s.count, s.elemSize, s.chunkBytes);
   ScheduleBuilder b;
   if (flow == TreeFlow::Broadcast) {
     std::vector<DownFlow> flows;
     for (size_t i = 0; i < trees.size(); ++i)
       flows.push_back({roleIn(trees[i], s.rank), parts[i], 0});
-    appendDownFlows(b, s, flows);
+    appendDownFlows(b, s, flows, ends);
     return std::move(b).finish();
   }
-  // Reduce and allreduce: the trees' pipelines, interleaved the same way.
+  // Reduce and allreduce: the trees' pipelines, round by round. Two scratch slots per child and
+  // tree (tree.cc's pipelines keep four): a child sends a tree's chunk j + 2 once its chunk j is
+  // reduced, so that no tree runs far ahead of the others and takes more than its share of the
+  // links it shares with them.
+  constexpr uint64_t kPackedTreeWindow = 2;
   std::vector<TreePipeline> pipelines;
   pipelines.reserve(trees.size());
   for (size_t i = 0; i < trees.size(); ++i)
-    if (parts[i].count) pipelines.emplace_back(b, s, flow, roleIn(trees[i], s.rank), parts[i]);
-  std::vector<uint64_t> next(pipelines.size(), 0);
-  for (;;) {
-    size_t pick = pipelines.size();
-    for (size_t i = 0; i < pipelines.size(); ++i)
-      if (next[i] < pipelines[i].chunks() &&
-          (pick == pipelines.size() ||
-           (next[i] + 1.0) / pipelines[i].chunks() < (next[pick] + 1.0) / pipelines[pick].chunks()))
-        pick = i;
-    if (pick == pipelines.size()) break;
-    pipelines[pick].appendChunk(next[pick]++);
-  }
+    if (parts[i].count)
+      pipelines.emplace_back(b, s, flow, roleIn(trees[i], s.rank), parts[i], cut(parts[i], ends),
+                             kPackedTreeWindow);
+  for (size_t j = 0; j < ends.size(); ++j)
+    for (TreePipeline& p : pipelines) p.appendChunk(j);
   return std::move(b).finish();
 }
 

@@ -1,7 +1,8 @@
 // Schedules over a packing of weighted spanning trees (Blink): the buffer (for allgather, each
 // rank's block) is cut into one part per tree, in proportion to the trees' weights, and each
-// part flows through its own tree,
-// pipelined in chunks, all trees at once. The trees come from the topology
+// part flows through its own tree, all trees at once, pipelined in rounds: round j moves chunk j
+// of every part, the chunks again in proportion to the weights (a round is shape.chunkBytes of
+// the buffer; the first and last few are smaller). The trees come from the topology
 // (lib/topology/packing.hpp); this file only turns them into steps.
 #pragma once
 

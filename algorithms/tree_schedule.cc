@@ -1,5 +1,7 @@
 #include "algorithms/tree_schedule.hpp"
 
+#include <algorithm>
+
 #include "lib/base/error.hpp"
 
 namespace weft {
@@ -23,10 +25,15 @@ TreeFlow treeFlowFor(Collective c) {
 
 TreePipeline::TreePipeline(ScheduleBuilder& b, const CollectiveShape& s, TreeFlow flow,
                            const TreeRole& role, Range range)
-    : b_(b), s_(s), flow_(flow), role_(role), range_(range) {
+    : TreePipeline(b, s, flow, role, range, {}, kTreeWindow) {}
+
+TreePipeline::TreePipeline(ScheduleBuilder& b, const CollectiveShape& s, TreeFlow flow,
+                           const TreeRole& role, Range range, std::vector<Range> chunks,
+                           uint64_t window)
+    : b_(b), s_(s), flow_(flow), role_(role), range_(range), given_(std::move(chunks)) {
   const uint32_t e = s.elemSize;
   const size_t nc = role.children.size();
-  chunks_ = chunkCount(range.count, e, s.chunkBytes);
+  chunks_ = given_.empty() ? chunkCount(range.count, e, s.chunkBytes) : given_.size();
   if (flow == TreeFlow::Broadcast) {
     if (role.parent < 0)
       b.copy({BufferId::Send, range.offset * e}, {BufferId::Recv, range.offset * e},
@@ -38,9 +45,14 @@ TreePipeline::TreePipeline(ScheduleBuilder& b, const CollectiveShape& s, TreeFlo
   scratchPartials_ = flow == TreeFlow::Reduce && role.parent >= 0 && nc > 0;
   partialBase_ = scratchPartials_ ? b.allocateScratch(range.count * e) : 0;
   maxChunk_ = (range.count + chunks_ - 1) / chunks_;
-  window_ = std::min<uint64_t>(kTreeWindow, chunks_);
+  for (const Range& c : given_) maxChunk_ = std::max(maxChunk_, c.count);
+  window_ = std::clamp<uint64_t>(window, 1, chunks_);
   slotBase_ = nc > 0 ? b.allocateScratch(nc * window_ * maxChunk_ * e) : 0;
   consumed_.assign(nc, std::vector<StepId>(window_, kNoStep));
+}
+
+Range TreePipeline::chunk(uint64_t j) const {
+  return given_.empty() ? chunkOf(range_, chunks_, j) : given_[j];
 }
 
 void TreePipeline::appendChunk(uint64_t j) {
@@ -48,7 +60,8 @@ void TreePipeline::appendChunk(uint64_t j) {
   const bool root = role_.parent < 0;
   const size_t nc = role_.children.size();
   auto at = [&](BufferId id, Range c) { return BufferRef{id, c.offset * e}; };
-  const Range c = chunkOf(range_, chunks_, j);
+  const Range c = chunk(j);
+  if (c.count == 0 && !given_.empty()) return;  // a small part has no share of this round
   const uint64_t bytes = c.count * e;
 
   if (flow_ == TreeFlow::Broadcast) {

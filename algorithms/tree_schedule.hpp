@@ -38,15 +38,22 @@ class TreePipeline {
  public:
   TreePipeline(ScheduleBuilder& b, const CollectiveShape& shape, TreeFlow flow,
                const TreeRole& role, Range range);
+  // The range cut into the given chunks (consecutive sub-ranges of `range`; an empty one appends
+  // nothing) instead of chunks of shape.chunkBytes, with `window` scratch slots per child.
+  TreePipeline(ScheduleBuilder& b, const CollectiveShape& shape, TreeFlow flow,
+               const TreeRole& role, Range range, std::vector<Range> chunks, uint64_t window);
   uint64_t chunks() const { return chunks_; }
   void appendChunk(uint64_t j);
 
  private:
+  Range chunk(uint64_t j) const;
+
   ScheduleBuilder& b_;
   const CollectiveShape& s_;
   TreeFlow flow_;
   TreeRole role_;
   Range range_;
+  std::vector<Range> given_;  // explicit chunks, or empty: chunkOf(range_, chunks_, j)
   uint64_t chunks_ = 0, maxChunk_ = 0, window_ = 0, slotBase_ = 0, partialBase_ = 0;
   bool scratchPartials_ = false;
   std::vector<std::vector<StepId>> consumed_;

@@ -154,6 +154,11 @@ Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePla
   return r;
 }
 
+double chooseByReplay(CollectivePlan& p, const Replayed& r) {
+  p.ringChosen = r.ringGBps >= r.packedGBps;
+  return p.ringChosen ? r.ringGBps : r.packedGBps;
+}
+
 std::string formatGpuPlan(const Graph& g, const GpuPlan& p) {
   std::string out = "ranks:";
   for (size_t r = 0; r < p.gpus.size(); ++r)

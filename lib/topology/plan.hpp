@@ -44,6 +44,12 @@ struct Replayed {
 Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePlan& collective,
                     uint64_t bytes, uint64_t chunkBytes);
 
+// The choice made again from the replay: the ring when its replayed schedule is at least as fast
+// as the packed trees' (the steady state leaves out the pipelines filling and the links' sharing,
+// so the two can disagree where the packing is hardly ahead), so the choice is never below the
+// ring replayed the same way. Returns the chosen schedule's replayed rate.
+double chooseByReplay(CollectivePlan& collective, const Replayed& replayed);
+
 // A chain along `order` (order[0] is the root): down it for broadcast, up it for reduce.
 WeightedTree chainTree(std::span<const int> order, PackedCollective c);
 

@@ -1,6 +1,8 @@
 // weft-sim: predicts every algorithm's time for a collective on a machine this host cannot
 // hold, by replaying the schedules the runtime would run (algorithms/cost), and shows what the
 // tuner would pick; with --topo, the GPU plan of lib/topology on an hwloc XML host. Exit status: 0, 1 (a simulation failed), 2 (bad usage).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -29,23 +31,37 @@ int main(int argc, char** argv) {
     if (!options.topoFile.empty()) {
       using namespace weft::topology;
       const Graph graph = discover({options.topoFile, ""});
-      const GpuPlan plan = planGpus(graph, gpusByIndex(graph, options.gpus), options.root);
+      GpuPlan plan = planGpus(graph, gpusByIndex(graph, options.gpus), options.root);
       if (options.json) {
         std::fputs((gpuPlanJson(graph, plan) + "\n").c_str(), stdout);
         return 0;
       }
-      std::fputs(formatGpuPlan(graph, plan).c_str(), stdout);
-      // The schedules themselves, replayed message by message at the sweep's largest size.
+      // The schedules themselves, replayed message by message at the sweep's largest size; the
+      // plan chooses again from the replay (never below the ring replayed the same way).
       const uint64_t bytes = std::max<uint64_t>(options.maxBytes, uint64_t{256} << 20);
-      std::printf("replayed by the cost model at %llu bytes, 1 MiB chunks:\n",
-                  static_cast<unsigned long long>(bytes));
-      for (const CollectivePlan* c : {&plan.broadcast, &plan.reduce, &plan.allreduce, &plan.allgather}) {
+      const struct {
+        const char* name;
+        CollectivePlan* plan;
+      } collectives[] = {{"broadcast", &plan.broadcast},
+                         {"reduce", &plan.reduce},
+                         {"allreduce", &plan.allreduce},
+                         {"allgather", &plan.allgather}};
+      std::string replayed;
+      for (const auto& [name, c] : collectives) {
         const Replayed r = replayPlan(graph, plan, *c, bytes, uint64_t{1} << 20);
-        std::printf("  %-9s packed trees %8.2f GB/s (%5.1f%% of the bound)  ring %8.2f GB/s\n",
-                    c == &plan.broadcast ? "broadcast" : c == &plan.reduce ? "reduce"
-                    : c == &plan.allreduce ? "allreduce" : "allgather",
-                    r.packedGBps, 100 * r.packedGBps / c->upperBoundGBps, r.ringGBps);
+        const double chosen = chooseByReplay(*c, r);
+        replayed += fmt::format(
+            "  {:<9} packed trees {:8.2f} GB/s ({:5.1f}%)  ring {:8.2f} GB/s ({:5.1f}%)  "
+            "chosen {:<5} {:5.1f}% of the bound\n",
+            name, r.packedGBps, 100 * r.packedGBps / c->upperBoundGBps, r.ringGBps,
+            100 * r.ringGBps / c->upperBoundGBps, c->ringChosen ? "ring" : "trees",
+            100 * chosen / c->upperBoundGBps);
       }
+      std::fputs(formatGpuPlan(graph, plan).c_str(), stdout);
+      std::printf(
+          "replayed by the cost model at %llu bytes, 1 MiB chunks (the plan chooses from "
+          "these):\n%s",
+          static_cast<unsigned long long>(bytes), replayed.c_str());
       return 0;
     }
     const std::vector<SizeResult> results = simulateSweep(options);
