@@ -100,10 +100,11 @@ void UcxTransport::unlink(PendingOp* op) {
   --p.pendingCount;
 }
 
-// UCX on this rank may owe the peer a message after the request completes (flush()).
+// UCX on this rank may owe the peer a message after the request completes (flush()). Only
+// shared-memory endpoints are flushed: see flush().
 void UcxTransport::touch(int peer) {
   Peer& p = peers_[peer];
-  if (p.touched || peer == rank_) return;
+  if (p.touched || peer == rank_ || !p.sameHost || p.ucxErrorHandling) return;
   p.touched = true;
   touched_.push_back(peer);
 }
@@ -200,7 +201,11 @@ bool UcxTransport::progress() {
 // (sysv: one FIFO per receiving worker, shared by all its senders), that message waits on this
 // rank's endpoint until a progress call finds room. ucp_worker_flush does not wait for it (it
 // asks the interfaces, whose own queues are empty); an endpoint flush queues behind it. So every
-// endpoint used since the last flush is flushed, and only then does the operation end.
+// shared-memory endpoint used since the last flush is flushed, and only then does the operation
+// end: flushing one (sysv, posix, cma, self) waits on this rank's own queues only. Network
+// endpoints are left alone: a tcp endpoint's flush also waits for the peer to acknowledge every
+// rendezvous put (UCT_FLUSH_FLAG_LOCAL notwithstanding), which takes the peer's progress, the
+// very thing a rank that has returned cannot count on (a 2+1+2-host run hung there).
 bool UcxTransport::flush() {
   if (closed_ || closing_) return true;
   for (int r : touched_) {
