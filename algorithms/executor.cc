@@ -128,7 +128,7 @@ Execution::Progress Execution::advance() {
              fmt::format("rank {}: {} stopped: the communicator was aborted", context_.rank,
                          works_.front().name.str()));
   bool moved = false;
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 2 && completed_ < total_; ++round) {
     while (!ready_.empty()) {
       const uint32_t g = ready_.back();
       ready_.pop_back();
@@ -149,8 +149,13 @@ Execution::Progress Execution::advance() {
     inflight_.resize(kept);
     if (ready_.empty()) break;
   }
-  if (done()) return Progress::Done;
-  if (!moved && context_.stopOnLostPeer) {
+  // A rank that returns while its transport still owes a peer a message can leave that peer
+  // waiting for as long as this rank makes no further call.
+  if (completed_ == total_ && transport_.flush()) {
+    flushed_ = true;
+    return Progress::Done;
+  }
+  if (!moved && context_.stopOnLostPeer && completed_ < total_) {
     // A peer that is gone stops the whole operation, even if this rank waits on another one
     // (which may itself be stuck behind the dead peer).
     const std::string lost = transport_.lostPeer();
@@ -177,6 +182,8 @@ std::string Execution::pendingSummary() const {
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
     return fmt::format("{}", fmt::join(peers, ", "));
   };
+  if (completed_ == total_)
+    return "its transport to hand over what it owes peers (acknowledgements of received messages)";
   std::string out;
   if (!recvPeers.empty()) out += "data from rank(s) " + list(recvPeers);
   if (!sendPeers.empty())

@@ -55,7 +55,8 @@ class Execution {
   // Starts what can start and collects what finished. Throws Error on failure, timeout or
   // abort, after withdrawing everything it had posted.
   Progress advance();
-  bool done() const { return completed_ == total_; }
+  // Every step finished and the transport owes no peer anything for them (Transport::flush).
+  bool done() const { return flushed_; }
   // Sleeps until the transport has news or maxUs passes (Transport::waitForActivity).
   bool waitForActivity(int64_t maxUs) { return transport_.waitForActivity(maxUs); }
 
@@ -78,6 +79,7 @@ class Execution {
   ExecutionContext context_;
   std::vector<uint32_t> firstStep_;  // global index of each work's step 0
   uint32_t total_ = 0, completed_ = 0;
+  bool flushed_ = false;
   std::vector<uint32_t> waitingOn_;  // unfinished dependencies per step
   std::unique_ptr<Request[]> requests_;
   std::vector<uint32_t> ready_, inflight_;

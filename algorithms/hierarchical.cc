@@ -17,10 +17,12 @@
 // Units: shard i is cut into H blocks (the inter-host ring's) and every block into pipeline
 // chunks; every stage works unit by unit, so a unit flows through the three stages as soon as
 // it is ready. For one host this is a direct reduce-scatter plus allgather over the local ranks.
+#include <algorithm>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/partition.hpp"
+#include "algorithms/tree_pattern.hpp"
 #include "lib/base/error.hpp"
 
 namespace weft {
@@ -401,10 +403,60 @@ Schedule hierarchicalReduceScatter(const CollectiveShape& s) {
   return std::move(b).finish();
 }
 
-// Broadcast: a pipelined chain of one leader per host (the root on its host, the first local
-// rank elsewhere), hosts in order from the root's, each leader also handing every chunk to the
-// other ranks of its host as soon as it has it. Each host link carries the buffer once in and
-// once out, the fewest a chain allows; the intra-host fan-out overlaps with the chain.
+// Broadcast: the data crosses hosts once per host, along a tree over one leader per host (the
+// root on its host, the first local rank elsewhere), and each leader hands every chunk to the
+// other ranks of its host as soon as it has it (the fan-out overlaps with the tree).
+//
+// The tree is the one that finishes first by a count of chunk transfers over host links: a
+// leader sends each chunk to its children one after another, so with C chunks, F the most
+// children any leader has and L the transfers until the first chunk reaches the last leader,
+// the broadcast takes about F (C - 1) + L. Candidates, leaders numbered from the root's host:
+//   - binomial (F = L = ceil(log2 H)): the fewest hops, for one chunk or a few;
+//   - NCCL's binary tree (the root has one child, inner leaders two: F = 2, L ~ 2 log2 H);
+//   - the chain (F = 1, L = H - 1): every host link carries the buffer once in and once out,
+//     the fewest possible, so it wins when C dwarfs H.
+// Ties go to the earlier candidate in that order.
+enum class LeaderTree { Binomial, Binary, Chain };
+
+TreeLinks leaderLinks(LeaderTree tree, int hosts, int v) {
+  switch (tree) {
+    case LeaderTree::Binomial: return knomialTree(hosts, v, 2);
+    case LeaderTree::Binary: return binaryTree(hosts, v);
+    case LeaderTree::Chain: break;
+  }
+  TreeLinks t;
+  if (v > 0) t.parent = v - 1;
+  if (v + 1 < hosts) t.children.push_back(v + 1);
+  return t;
+}
+
+// F (C - 1) + L, in chunk transfers.
+uint64_t leaderTreeSteps(LeaderTree tree, int hosts, uint64_t chunks) {
+  std::vector<uint64_t> reached(static_cast<size_t>(hosts), 0);  // first chunk's arrival
+  uint64_t fanOut = 0, last = 0;
+  // Parents precede their children in every candidate when visited in breadth-first order.
+  std::vector<int> queue{0};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const int v = queue[i];
+    const TreeLinks t = leaderLinks(tree, hosts, v);
+    fanOut = std::max<uint64_t>(fanOut, t.children.size());
+    for (size_t k = 0; k < t.children.size(); ++k) {
+      const int c = t.children[k];
+      reached[static_cast<size_t>(c)] = reached[static_cast<size_t>(v)] + k + 1;
+      last = std::max(last, reached[static_cast<size_t>(c)]);
+      queue.push_back(c);
+    }
+  }
+  return fanOut * (chunks - 1) + last;
+}
+
+LeaderTree chooseLeaderTree(int hosts, uint64_t chunks) {
+  LeaderTree best = LeaderTree::Binomial;
+  for (LeaderTree t : {LeaderTree::Binary, LeaderTree::Chain})
+    if (leaderTreeSteps(t, hosts, chunks) < leaderTreeSteps(best, hosts, chunks)) best = t;
+  return best;
+}
+
 Schedule hierarchicalBroadcast(const CollectiveShape& s) {
   ScheduleBuilder b;
   const uint32_t e = s.elemSize;
@@ -414,24 +466,28 @@ Schedule hierarchicalBroadcast(const CollectiveShape& s) {
   for (int h = 0; h < H; ++h)
     for (int q : layout.ranksOf[h])
       if (q == s.root) rootHost = h;
-  auto leader = [&](int h) { return h == rootHost ? s.root : layout.ranksOf[h][0]; };
-  const int position = (layout.host - rootHost + H) % H;
-  const int prev = position == 0 ? -1 : leader((layout.host + H - 1) % H);
-  const int next = position == H - 1 ? -1 : leader((layout.host + 1) % H);
-  const bool root = s.rank == s.root, leading = s.rank == leader(layout.host);
+  // Leader v (v = 0 on the root's host) leads host (rootHost + v) mod H.
+  auto leader = [&](int v) {
+    const int h = (rootHost + v) % H;
+    return h == rootHost ? s.root : layout.ranksOf[h][0];
+  };
+  const int v = (layout.host - rootHost + H) % H, myLeader = leader(v);
+  const bool root = s.rank == s.root, leading = s.rank == myLeader;
   const uint64_t chunks = chunkCount(s.count, e, s.chunkBytes);
+  const TreeLinks links = leaderLinks(chooseLeaderTree(H, chunks), H, v);
   if (root) b.copy({BufferId::Send, 0}, {BufferId::Recv, 0}, s.count * e);
   for (uint64_t j = 0; j < chunks; ++j) {
     const Range c = chunkOf({0, s.count}, chunks, j);
     const uint64_t at = c.offset * e, bytes = c.count * e;
     if (!leading) {
-      b.recv(leader(layout.host), {BufferId::Recv, at}, bytes);
+      b.recv(myLeader, {BufferId::Recv, at}, bytes);
       continue;
     }
     StepId have = kNoStep;
-    if (prev >= 0) have = b.recv(prev, {BufferId::Recv, at}, bytes);
+    if (links.parent >= 0) have = b.recv(leader(links.parent), {BufferId::Recv, at}, bytes);
     const BufferId from = root ? BufferId::Send : BufferId::Recv;
-    if (next >= 0) b.send(next, {from, at}, bytes, {have});
+    // Other hosts first: they are on the critical path, this host's ranks are one hop away.
+    for (int child : links.children) b.send(leader(child), {from, at}, bytes, {have});
     for (int q : layout.ranksOf[layout.host])
       if (q != s.rank) b.send(q, {from, at}, bytes, {have});
   }

@@ -61,8 +61,9 @@ constexpr std::array kAlgorithms = {
               kAllReduce | kAllGather | kReduceScatter | kBroadcast | kAlltoAll,
               "multi-host: each host reduces (allreduce, reduce-scatter) or gathers (allgather) "
               "onto its first m ranks, those run m inter-host rings at once, then share on their "
-              "host (m: fewest ranks per host); broadcast: a chain of one rank per host, each "
-              "passing chunks on to its host; alltoall: one packed message per lane and host pair",
+              "host (m: fewest ranks per host); broadcast: a tree of one rank per host "
+              "(binomial, binary or chain by message size and host count), each passing chunks "
+              "on to its host; alltoall: one packed message per lane and host pair",
               &buildHierarchical, Symmetry::Rotation,
               kAllReduce | kAllGather | kReduceScatter | kBroadcast},
 };

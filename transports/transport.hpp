@@ -10,6 +10,8 @@
 //   eagerly, inside post*): state becomes Done or Failed, written with release order so that a
 //   reader that observes it with acquire order also sees the data and `error`.
 // - A request stays owned by its poster and must outlive its completion, or be cancelled.
+// - A completed request may leave the transport owing its peer a message; flush() hands it over
+//   and the executor calls it before it ends an operation.
 // - One thread at a time calls a transport's methods (the communicator serialises its users).
 #pragma once
 
@@ -59,6 +61,16 @@ class Transport {
     (void)maxUs;
     return false;
   }
+
+  // Hands over what this rank still owes its peers for requests that completed here, and says
+  // whether anything is left (true: nothing). A request can complete before the transport has
+  // told the peer: UCX finishes a rendezvous receive once it has read the sender's buffer, and
+  // when the sender's receive queue is full, the acknowledgement that finishes the sender's
+  // request waits in this rank's queue. Only a later progress call on this rank sends it; a rank
+  // that has returned from its operation may never make one (it waits for the sender, which
+  // waits for it). The executor ends an operation only once this returns true. Progresses;
+  // never blocks.
+  virtual bool flush() { return true; }
 
   // Withdraws a request that has not finished (after an error, a timeout or an abort) so that
   // its buffer may be reused. On return the request is finished and the transport no longer

@@ -100,10 +100,20 @@ void UcxTransport::unlink(PendingOp* op) {
   --p.pendingCount;
 }
 
+// UCX on this rank may owe the peer a message after the request completes (flush()). Only
+// shared-memory endpoints are flushed: see flush().
+void UcxTransport::touch(int peer) {
+  Peer& p = peers_[peer];
+  if (p.touched || peer == rank_ || !p.sameHost || p.ucxErrorHandling) return;
+  p.touched = true;
+  touched_.push_back(peer);
+}
+
 void UcxTransport::postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) {
   checkPost(peer, tag, req, "postSend");
   OpDesc d{tag, bytes, peer, false};
   if (refusePost(d, req)) return;
+  touch(peer);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
   param.cb.send = onSendDone;
@@ -120,6 +130,7 @@ void UcxTransport::postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Req
   checkPost(peer, tag, req, "postRecv");
   OpDesc d{tag, bytes, peer, true};
   if (refusePost(d, req)) return;
+  touch(peer);
   ImmediateRecv imm;
   ucp_request_param_t param{};
   param.op_attr_mask =
@@ -182,6 +193,44 @@ bool UcxTransport::progress() {
     handleFailures();
   }
   return moved;
+}
+
+// UCX completes a rendezvous receive when the data is in place and sends the sender the
+// acknowledgement (ATS) that completes the send, and a rendezvous put completes the send before
+// the notice (ATP) that completes the receive is out. When the peer's receive queue is full
+// (sysv: one FIFO per receiving worker, shared by all its senders), that message waits on this
+// rank's endpoint until a progress call finds room. ucp_worker_flush does not wait for it (it
+// asks the interfaces, whose own queues are empty); an endpoint flush queues behind it. So every
+// shared-memory endpoint used since the last flush is flushed, and only then does the operation
+// end: flushing one (sysv, posix, cma, self) waits on this rank's own queues only. Network
+// endpoints are left alone: a tcp endpoint's flush also waits for the peer to acknowledge every
+// rendezvous put (UCT_FLUSH_FLAG_LOCAL notwithstanding), which takes the peer's progress, the
+// very thing a rank that has returned cannot count on (a 2+1+2-host run hung there).
+bool UcxTransport::flush() {
+  if (closed_ || closing_) return true;
+  for (int r : touched_) {
+    Peer& p = peers_[r];
+    p.touched = false;
+    if (p.failed || p.ep == nullptr) continue;
+    ucp_request_param_t param{};
+    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p.ep, &param);
+    // An error status means the endpoint failed: its requests report that, nothing is owed.
+    if (UCS_PTR_IS_PTR(sp)) flushing_.push_back({r, sp});
+  }
+  touched_.clear();
+  if (flushing_.empty()) return true;
+  progress();
+  size_t kept = 0;
+  for (const EndpointFlush& f : flushing_) {
+    // A peer that failed meanwhile is owed nothing: UCX releases the request when it completes.
+    if (ucp_request_check_status(f.request) == UCS_INPROGRESS && !peers_[f.peer].failed) {
+      flushing_[kept++] = f;
+      continue;
+    }
+    ucp_request_free(f.request);
+  }
+  flushing_.resize(kept);
+  return flushing_.empty();
 }
 
 bool UcxTransport::waitForActivity(int64_t maxUs) {

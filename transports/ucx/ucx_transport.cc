@@ -122,6 +122,8 @@ void UcxTransport::setUp(OutOfBand& oob) {
 
   peers_ = std::make_unique<Peer[]>(static_cast<size_t>(nranks_));
   failedQueue_.reserve(static_cast<size_t>(nranks_));
+  touched_.reserve(static_cast<size_t>(nranks_));
+  flushing_.reserve(static_cast<size_t>(nranks_));
   exited_.reserve(static_cast<size_t>(nranks_));
   int onHost = 0, watched = 0, handled = 0;
   for (int r = 0; r < nranks_; ++r) {
@@ -314,6 +316,8 @@ void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
     }
     for (void* c : flushing) ucp_request_free(c);
     for (void* c : forced) ucp_request_free(c);
+    for (const EndpointFlush& f : flushing_) ucp_request_free(f.request);
+    flushing_.clear();
     for (int r = 0; peers_ && r < nranks_; ++r) {
       detachAll(peers_[r], Request::kCancelled, "transport closed");
     }

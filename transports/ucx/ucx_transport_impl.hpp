@@ -59,6 +59,13 @@ struct Peer {
   std::string failDetail;
   PendingOp* pending = nullptr;
   size_t pendingCount = 0;
+  bool touched = false;  // a message went to or came from it since the last flush()
+};
+
+// An endpoint flush in flight (flush()): the UCP request, polled, and the peer it concerns.
+struct EndpointFlush {
+  int peer;
+  void* request;
 };
 
 // How often progress() polls the pidfds of same-host peers.
@@ -109,6 +116,7 @@ class UcxTransport final : public Transport {
   void postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) override;
   bool progress() override;
   bool waitForActivity(int64_t maxUs) override;
+  bool flush() override;
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline, /*force=*/false); }
   std::string lostPeer() const override { return lost_; }
@@ -124,6 +132,7 @@ class UcxTransport final : public Transport {
   void track(PendingOp* op, const OpDesc& d, Request* req);
   void unlink(PendingOp* op);
   void settle(Request* req, const OpDesc& d, ucs_status_t status, size_t length, bool cancelled);
+  void touch(int peer);
   // ucx_peer_failure.cc: peers that fail, and requests UCX will not give back.
   std::string peerFailure(const Peer& p) const;
   void detach(PendingOp* op, Request::State state, std::string message);
@@ -144,6 +153,8 @@ class UcxTransport final : public Transport {
   std::unique_ptr<Peer[]> peers_;
   ProcessWatch watch_;
   std::vector<int> failedQueue_;  // reserved for every peer: marking a failure never allocates
+  std::vector<int> touched_;      // peers with `touched` set; reserved for every peer
+  std::vector<EndpointFlush> flushing_;  // reserved for every peer
   std::string lost_;              // the first peer that failed, for lostPeer()
   std::vector<int> exited_;
   int drainingPeers_ = 0;

@@ -2,7 +2,8 @@
 // collective, datatype and operator for 1..8 ranks, in place and out of place, at counts {0, 1,
 // 2, 7, 1023, 12289, 65537}, buffers at aligned and odd element offsets, against tests/support.
 // ctest runs this program once per WEFT_SHM_MODE (auto: ranks read each other's buffers in
-// place; staged; cma) and once with buffers from weftMemAlloc.
+// place; staged; cma), once with buffers from weftMemAlloc, and once with WEFT_SHM_DISABLE=1:
+// the same sweep over schedules and the UCX transport (1..5 ranks, WEFT_TEST_QUICK).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>

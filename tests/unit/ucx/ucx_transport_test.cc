@@ -206,6 +206,74 @@ TEST_CASE(
   }
 }
 
+// The receiver of a rendezvous message owes the sender an acknowledgement after its receive has
+// completed. Rank 1 fills rank 0's receive queue with small messages while rank 0 does not
+// progress, so that acknowledgement has to wait in rank 1's queue. Once flush() says nothing is
+// owed, rank 1 stops calling the transport, as a rank does between operations: rank 0 must still
+// finish its send and get every small message.
+TEST_CASE("after flush() a receiver owes nothing: the sender completes without its progress") {
+  constexpr size_t kLarge = 1 << 20;  // rendezvous on every transport
+  constexpr int kSmall = 256;         // more than a receive queue holds (sysv: 64)
+  constexpr uint64_t kLargeTag = 1000;
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    auto t = makeUcx(oob);
+    const int peer = 1 - rank;
+    Request large;
+    std::vector<Request> small(kSmall);
+    std::vector<Request*> smallReqs;
+    for (Request& r : small) smallReqs.push_back(&r);
+    std::vector<uint64_t> smallData(kSmall);
+    std::vector<uint8_t> largeData =
+        rank == 0 ? patterned(kLarge, 42) : std::vector<uint8_t>(kLarge);
+    // First a rendezvous message each way with both ranks progressing: UCX 1.13 completes the
+    // first rendezvous on an endpoint only while the sender progresses too.
+    std::vector<uint64_t> hello(kLarge / 8, static_cast<uint64_t>(rank)), heard(kLarge / 8);
+    Request helloSend, helloRecv;
+    t->postRecv(peer, kLargeTag + 1, heard.data(), kLarge, &helloRecv);
+    t->postSend(peer, kLargeTag + 1, hello.data(), kLarge, &helloSend);
+    waitDone(*t, {&helloSend, &helloRecv}, "hello", &group);
+    expect(heard[0] == static_cast<uint64_t>(peer), "hello from the wrong rank");
+    oob.barrier(testDeadline());
+    if (rank == 0) {
+      t->postSend(peer, kLargeTag, largeData.data(), kLarge, &large);
+      oob.barrier(testDeadline());  // 1: the send is announced; rank 0 stops progressing
+      oob.barrier(testDeadline());  // 2: rank 1 has received the large message
+      for (int i = 0; i < kSmall; ++i)
+        t->postRecv(peer, static_cast<uint64_t>(i), &smallData[static_cast<size_t>(i)],
+                    sizeof(uint64_t), &small[static_cast<size_t>(i)]);
+      waitDone(*t, smallReqs, "small receives", &group);
+      waitDone(*t, {&large}, "large send", &group);
+      for (int i = 0; i < kSmall; ++i)
+        expect(smallData[static_cast<size_t>(i)] == 7000u + static_cast<uint64_t>(i),
+               fmt::format("small message {} holds {}", i, smallData[static_cast<size_t>(i)]));
+      oob.barrier(testDeadline());  // 3: rank 0 is done
+    } else {
+      oob.barrier(testDeadline());  // 1
+      for (int i = 0; i < kSmall; ++i) {
+        smallData[static_cast<size_t>(i)] = 7000u + static_cast<uint64_t>(i);
+        t->postSend(peer, static_cast<uint64_t>(i), &smallData[static_cast<size_t>(i)],
+                    sizeof(uint64_t), &small[static_cast<size_t>(i)]);
+      }
+      t->postRecv(peer, kLargeTag, largeData.data(), kLarge, &large);
+      waitDone(*t, {&large}, "large receive", &group);
+      expectPattern(largeData, kLarge, 42, "large message");
+      oob.barrier(testDeadline());  // 2
+      const Deadline deadline = testDeadline();
+      while (!t->flush()) {
+        if (deadline.expired()) throw std::runtime_error("flush: timed out");
+        if (group.aborted()) throw std::runtime_error("flush: another rank failed");
+      }
+      // Nothing more from this rank until rank 0 is done.
+      oob.barrier(testDeadline());  // 3
+      waitDone(*t, smallReqs, "small sends", &group);
+    }
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
 TEST_CASE("cancel finishes a receive that never matches, and close still works") {
   ThreadOobGroup group(2);
   auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
