@@ -198,20 +198,20 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
       call.reduce(acc, first ? own : acc, theirs, len);
       first = false;
     }
+    // CMA: the reduced piece, still in cache, goes straight into every peer's output. Only I
+    // read the peers' inputs at my slice, so in place too nothing there is still needed.
+    if (path == Path::Cma)
+      for (int k = 1; k < n(); ++k) copyToPeer((me() + k) % n(), offset, acc, len * es);
   }
   arrive();
   const uint32_t reduced = phase_;
-  for (int k = 1; k < n(); ++k) {
+  for (int k = 1; k < n() && path == Path::Direct; ++k) {
     const int q = (me() + k) % n();
     const Range theirs = blockRange(call.count, n(), q);
     // Only once q has finished reading its slice from my input may I overwrite it (in place).
     waitPeer(q, reduced);
-    if (path == Path::Direct)
-      copyOut(out + theirs.offset * es, view(q, Side::Recv, theirs.offset * es),
-              theirs.count * es, call.count * es);
-    else
-      copyFromPeer(path, q, Side::Recv, theirs.offset * es, out + theirs.offset * es,
-                   theirs.count * es);
+    copyOut(out + theirs.offset * es, view(q, Side::Recv, theirs.offset * es), theirs.count * es,
+            call.count * es);
   }
   // Nobody may leave (and let its caller reuse its buffers) while a peer still reads them.
   arrive();

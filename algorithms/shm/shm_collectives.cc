@@ -212,6 +212,29 @@ void ShmCollectives::copyFromPeer(Path path, int q, Side side, uint64_t offset, 
   }
 }
 
+void ShmCollectives::copyToPeer(int q, uint64_t offset, const void* src, uint64_t bytes) {
+  if (bytes == 0) return;
+  const Exposure& e = exposure(q);
+  const uint64_t remote = e.recv + offset;
+  if (q == me()) {
+    if (reinterpret_cast<const void*>(remote) != src)
+      std::memmove(reinterpret_cast<void*>(remote), src, bytes);
+    return;
+  }
+  uint64_t done = 0;
+  while (done < bytes) {
+    iovec local{const_cast<uint8_t*>(static_cast<const uint8_t*>(src)) + done, bytes - done};
+    iovec far{reinterpret_cast<void*>(remote + done), bytes - done};
+    const ssize_t put = process_vm_writev(static_cast<pid_t>(e.pid), &local, 1, &far, 1, 0);
+    if (put <= 0) {
+      if (put < 0 && errno == EINTR) continue;
+      fail(weftSystemError, "{}: process_vm_writev to rank {} (pid {}): {}", wait_->what(),
+           group_.ranks[q], e.pid, put < 0 ? std::strerror(errno) : "short write");
+    }
+    done += static_cast<uint64_t>(put);
+  }
+}
+
 void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
   wait_ = &wait;
   // Tell waiters where this rank runs (one store, and only when it moved).

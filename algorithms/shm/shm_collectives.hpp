@@ -10,7 +10,8 @@
 //   cache-sized chunks) and peers read the slots; works for any buffers;
 // - direct: peers read each other's buffers in place (ranks that are threads of one process, or
 //   buffers from weftMemAlloc, which every local rank maps); no staging copy;
-// - cma: peers copy each other's buffers with process_vm_readv (one copy, no staging).
+// - cma: ranks copy between each other's buffers with process_vm_readv (inputs) and
+//   process_vm_writev (outputs): one copy, no staging.
 // Small allreduces are one-shot: every rank reduces every rank's staged copy.
 #pragma once
 
@@ -112,6 +113,9 @@ class ShmCollectives {
   // Copies `bytes` at `offset` of peer q's send or receive buffer to local `dst` (direct:
   // memcpy through the shared view; cma: process_vm_readv). q may be this rank.
   void copyFromPeer(Path path, int q, Side side, uint64_t offset, void* dst, uint64_t bytes);
+  // Copies `bytes` from local `src` to `offset` of peer q's receive buffer with
+  // process_vm_writev (cma path); q may be this rank.
+  void copyToPeer(int q, uint64_t offset, const void* src, uint64_t bytes);
   // Peer q's buffer at `offset`, readable here (direct path only).
   const uint8_t* view(int q, Side side, uint64_t offset) const;
 
