@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tools/weftrun/binding.hpp"
 #include "tools/weftrun/output.hpp"
 #include "tools/weftrun/spawn.hpp"
 #include "tools/weftrun/status.hpp"
@@ -116,6 +117,7 @@ void Job::start(const std::string& idHex, const char* const* environment) {
   ranks_.resize(static_cast<size_t>(options_.nranks));
   // Ranks are not in the terminal's foreground group: reading it would stop them (SIGTTIN).
   const bool stdinIsTerminal = ::isatty(STDIN_FILENO) == 1;
+  const std::vector<int> cpus = rankCpus(options_.bindTo, options_.nranks, allowedCpus());
   for (int i = 0; i < options_.nranks; ++i) {
     Rank& r = ranks_[static_cast<size_t>(i)];
     r.rank = i;
@@ -127,6 +129,7 @@ void Job::start(const std::string& idHex, const char* const* environment) {
     request.environment = rankEnvironment(environment, idHex, i, options_.nranks);
     request.captureOutput = options_.tagOutput;
     request.stdinFromNull = stdinIsTerminal;
+    request.cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(i) % cpus.size()];
     SpawnResult spawned = spawnRank(request);
     if (spawned.process.pid < 0) {
       say(spawned.error + (running_ > 0 ? "; stopping the other ranks" : ""));

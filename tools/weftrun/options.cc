@@ -121,6 +121,14 @@ LaunchOptions parseOptions(int argc, const char* const* argv) {
       o.tagOutput = true;
     } else if (arg == "--keep-going") {
       o.keepGoing = true;
+    } else if (isOption(arg, "--bind-to")) {
+      const std::string_view value = optionValue(arg, "--bind-to", argc, argv, i);
+      if (value == "core")
+        o.bindTo = Binding::Core;
+      else if (value == "none")
+        o.bindTo = Binding::None;
+      else
+        throw UsageError(fmt::format("--bind-to {}: expected core or none", value));
     } else if (isOption(arg, "--timeout")) {
       const std::string_view value = optionValue(arg, "--timeout", argc, argv, i);
       o.timeoutSeconds = parseTimeout(value);
@@ -149,6 +157,8 @@ std::string usageText() {
          "  --tag-output             prefix each line a rank prints with \"[rank] \"\n"
          "  --timeout SEC            stop the job if it still runs after SEC seconds (exit 124)\n"
          "  --keep-going             when a rank fails, let the others finish; report every rank\n"
+         "  --bind-to core|none      pin rank i to the i-th of weftrun's CPUs, round-robin\n"
+         "                           (core), or leave every rank weftrun's mask (none, default)\n"
          "  -h, --help               print this help\n"
          "\n"
          "When a rank fails, weftrun names it, sends SIGTERM to the other ranks (SIGKILL 5 s\n"

@@ -8,8 +8,13 @@
 
 namespace weft::run {
 
+// Where ranks may run: Core binds rank i to the i-th of weftrun's CPUs (round-robin), None
+// leaves every rank weftrun's own mask.
+enum class Binding { Core, None };
+
 struct LaunchOptions {
   int nranks = 0;
+  Binding bindTo = Binding::None;
   bool tagOutput = false;  // prefix every line of a rank's stdout/stderr with "[rank] "
   bool keepGoing = false;  // let the other ranks run on when one fails
   std::optional<double> timeoutSeconds;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@ bool isLaunchVariable(std::string_view entry) {
 }
 
 // What the child tells the parent when it cannot exec: which step failed, and errno.
-enum class ChildStep : int { kProcessGroup = 1, kDeathSignal, kRedirect, kExec };
+enum class ChildStep : int { kProcessGroup = 1, kDeathSignal, kRedirect, kAffinity, kExec };
 struct ChildFailure {
   ChildStep step;
   int error;
@@ -48,7 +49,8 @@ std::vector<char*> pointers(const std::vector<std::string>& strings) {
 
 // Between fork and exec of a multithreaded parent: async-signal-safe calls only.
 [[noreturn]] void runChild(pid_t parent, int errorFd, int outFd, int errFd, bool stdinFromNull,
-                           const char* path, char* const* argv, char* const* envp) {
+                           const cpu_set_t* cpus, const char* path, char* const* argv,
+                           char* const* envp) {
   auto failed = [errorFd](ChildStep step) { reportAndExit(errorFd, step); };
   if (::setpgid(0, 0) != 0) failed(ChildStep::kProcessGroup);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) failed(ChildStep::kDeathSignal);
@@ -60,6 +62,7 @@ std::vector<char*> pointers(const std::vector<std::string>& strings) {
     if (null < 0 || ::dup2(null, STDIN_FILENO) < 0) failed(ChildStep::kRedirect);
     ::close(null);
   }
+  if (cpus && ::sched_setaffinity(0, sizeof *cpus, cpus) != 0) failed(ChildStep::kAffinity);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(SIGPIPE, &dfl, nullptr);  // weftrun ignores it; the program gets the default
@@ -80,6 +83,9 @@ std::string describe(const SpawnRequest& r, const ChildFailure& f) {
                          std::strerror(f.error));
     case ChildStep::kRedirect:
       return fmt::format("rank {}: cannot redirect its standard streams: {}", r.rank,
+                         std::strerror(f.error));
+    case ChildStep::kAffinity:
+      return fmt::format("rank {}: cannot bind to CPU {}: {}", r.rank, r.cpu,
                          std::strerror(f.error));
     case ChildStep::kExec: break;
   }
@@ -123,12 +129,16 @@ SpawnResult spawnRank(const SpawnRequest& request) {
 
   const std::vector<char*> argv = pointers(request.args);
   const std::vector<char*> envp = pointers(request.environment);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (request.cpu >= 0) CPU_SET(request.cpu, &cpus);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return systemError("fork");
   if (pid == 0)
     runChild(parent, errorWrite.get(), outWrite.get(), errWrite.get(), request.stdinFromNull,
-             request.programPath.c_str(), argv.data(), envp.data());
+             request.cpu >= 0 ? &cpus : nullptr, request.programPath.c_str(), argv.data(),
+             envp.data());
 
   errorWrite.reset();
   outWrite.reset();

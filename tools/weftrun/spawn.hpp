@@ -23,6 +23,7 @@ struct SpawnRequest {
   std::vector<std::string> environment;
   bool captureOutput = false;  // stdout and stderr into pipes (--tag-output)
   bool stdinFromNull = false;  // weftrun's stdin is a terminal the rank could not read
+  int cpu = -1;                // the CPU the rank is bound to; -1: weftrun's own mask
 };
 
 struct RankProcess {

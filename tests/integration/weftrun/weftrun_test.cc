@@ -1,5 +1,6 @@
 // weftrun as its users see it: what each rank is given, what comes out, and what weftrun does
 // and exits with when ranks fail, hang or are interrupted. Every rank is weftrun-test-child.
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -281,14 +283,72 @@ TEST_CASE("bad usage is explained and exits 2") {
       Strings{}, Strings{"-n"}, Strings{"-n", "2"}, Strings{"-n", "0", kChild},
       Strings{"-n", "-3", kChild}, Strings{"-n", "two", kChild}, Strings{kChild},
       Strings{"--bogus", "-n", "2", kChild}, Strings{"-n", "2", "--timeout", "0", kChild},
-      Strings{"-n", "2", "/nonexistent/program"}, Strings{"-n", "2", "no-such-program-here"},
-      Strings{"-n", "2", notExecutable}, Strings{"-n", "2", dirPath});
+      Strings{"-n", "2", "--bind-to", "socket", kChild}, Strings{"-n", "2", "/nonexistent/program"},
+      Strings{"-n", "2", "no-such-program-here"}, Strings{"-n", "2", notExecutable},
+      Strings{"-n", "2", dirPath});
   const Outcome o = runWeftrun(args);
   INFO(o.err);
   CHECK(o.exitCode == 2);
   CHECK_THAT(o.err, Contains("weftrun: "));
   CHECK(o.out.empty());
   if (args.size() == 3 && args[2] != kChild) CHECK_THAT(o.err, Contains("'" + args[2] + "'"));
+}
+
+namespace {
+
+// The CPUs this process may run on, as /proc writes them ("0-1", "3").
+std::string ownCpuList() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Cpus_allowed_list:", 0) == 0)
+      return line.substr(line.find_first_not_of(" \t", 18));
+  return "";
+}
+
+std::vector<int> ownCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// Each rank's CPU list, from ranks that print their own under --tag-output.
+std::map<int, std::string> rankCpuLists(const Strings& options, int n) {
+  Strings args = {"-n", std::to_string(n), "--tag-output"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), {"sh", "-c", "grep Cpus_allowed_list /proc/self/status"});
+  const Outcome o = runWeftrun(args);
+  INFO(o.err);
+  REQUIRE(o.exitCode == 0);
+  std::map<int, std::string> lists;
+  for (const std::string& line : lines(o.out)) {
+    // "[2] Cpus_allowed_list:\t0-1"
+    const int rank = std::stoi(line.substr(1, line.find(']') - 1));
+    lists[rank] = line.substr(line.find_first_not_of(" \t", line.find(':') + 1));
+  }
+  REQUIRE(lists.size() == static_cast<size_t>(n));
+  return lists;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "weftrun --bind-to core pins rank i to weftrun's i-th CPU, round-robin, and ranks are free by "
+    "default") {
+  const std::vector<int> cpus = ownCpus();
+  const std::string all = ownCpuList();
+  REQUIRE(!cpus.empty());
+  const int n = static_cast<int>(cpus.size());
+  for (const int ranks : {std::min(n, 4), n + 1}) {
+    CAPTURE(ranks);
+    for (const auto& [rank, list] : rankCpuLists({"--bind-to", "core"}, ranks))
+      CHECK(list == std::to_string(cpus[rank % n]));
+  }
+  for (const Strings& options : {Strings{}, Strings{"--bind-to", "none"}})
+    for (const auto& [rank, list] : rankCpuLists(options, 2)) CHECK(list == all);
 }
 
 TEST_CASE("weftrun --help prints the usage and exits 0") {
@@ -298,6 +358,7 @@ TEST_CASE("weftrun --help prints the usage and exits 0") {
   CHECK_THAT(o.out, Contains("--tag-output"));
   CHECK_THAT(o.out, Contains("--timeout"));
   CHECK_THAT(o.out, Contains("--keep-going"));
+  CHECK_THAT(o.out, Contains("--bind-to"));
 }
 
 TEST_CASE("a program the kernel cannot execute is reported for the rank that tried, exit 2") {
