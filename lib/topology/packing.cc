@@ -354,7 +354,7 @@ double treesRate(const FlowNetwork& net, PackedCollective c, std::span<const Wei
   return rateOfLoad(net, load);
 }
 
-Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
+Packing packTrees(const FlowNetwork& net, PackedCollective c, int root, double sharedLoad) {
   const int n = net.ngpus;
   Packing result;
   if (n == 1) {
@@ -439,7 +439,7 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
   // lambda - sum of the root's trees <= 0; maximise lambda. Weights are then shares of the
   // tree's root's block.
   const bool gather = c == PackedCollective::AllGather;
-  const double sharedLoad = c == PackedCollective::AllReduce ? 0.85 : 0.93;
+  if (!(sharedLoad > 0)) sharedLoad = c == PackedCollective::AllReduce ? 0.85 : 0.93;
   constexpr int kSharedRounds = 3;
   std::vector<bool> shared(m, false);
   // (Allgather is left at full load: its replay gains nothing from the headroom, which would

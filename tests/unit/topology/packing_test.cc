@@ -352,7 +352,7 @@ TEST_CASE(
     const std::vector<int> gpus = gpusByIndex(g, c.cuda);
     GpuPlan plan = planGpus(g, gpus);
     for (CollectivePlan* p : {&plan.broadcast, &plan.allreduce}) {
-      const Replayed r = replayPlan(g, plan, *p, uint64_t{256} << 20, uint64_t{1} << 20);
+      const Replayed r = repackByReplay(g, plan, *p, uint64_t{256} << 20, uint64_t{1} << 20);
       const double chosen = chooseByReplay(*p, r);
       INFO(c.fixture << " with " << gpus.size() << " GPUs, "
                      << (p == &plan.broadcast ? "broadcast" : "allreduce") << ": bound "
