@@ -73,7 +73,7 @@ struct Packing {
 // Trees for broadcast from or reduce to `root`, for allreduce (any roots), or for allgather
 // (trees from every root; a tree's weight is its share of its root's block); trees of tiny weight
 // (< 1%) are dropped and the others rescaled (fewer, larger messages), and the rate is of what is
-// returned. `sharedLoad` (0: the collective's default, 0.85 for allreduce, 0.93 for the others):
+// returned. `sharedLoad` (0: the collective's default, 0.88 for allreduce, 0.93 for the others):
 // the share of their capacity that links several GPU pairs cross are held to in the LP.
 Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root = 0,
                   double sharedLoad = 0);

@@ -46,10 +46,11 @@ Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePla
 
 // Allreduce's LP holds links that several GPU pairs cross to a share of their capacity
 // (packTrees' sharedLoad), since the cost model shares a link equally among its messages and not
-// by tree weight; which share replays fastest differs per allocation (on the DGX-1: 0.88 for all
-// eight GPUs, 0.93 for cuda 0-6, 0.85 to 0.87 for cuda 0,1,2,4,5). NCCL-style search and
-// evaluate: the shares tried besides packTrees' default.
-inline constexpr double kAllReduceSharedLoads[] = {0.88, 0.93};
+// by tree weight; which share replays fastest differs per allocation (on the DGX-1, with the
+// pieces of packed_trees.cc: 0.88 for all eight GPUs and cuda 0,1,2,4,5,6, 0.93 for cuda 0-6,
+// no hold for cuda 0,1,2,4,5). NCCL-style search and evaluate: the shares tried besides
+// packTrees' default (0.88).
+inline constexpr double kAllReduceSharedLoads[] = {0.93, 1.0};
 
 // replayPlan, but for allreduce the plan's packing is also packed again at each of
 // kAllReduceSharedLoads and replayed: the collective keeps the packing that replays fastest (its

@@ -338,14 +338,14 @@ TEST_CASE("GPU allocations that are not GPUs of one host are rejected") {
   CHECK_THROWS_WITH(planGpus(g, std::vector<int>{gpu0}), Catch::Contains("at least two"));
 }
 
-// The target for the replay is 90% of the bound. Broadcast reaches it everywhere;
-// allreduce replays at 88.8% to 100% (see lib/topology/README.md), so the test holds it at 88%
-// until the rest is found.
-constexpr double kReplayedBroadcastShare = 0.9, kReplayedAllReduceShare = 0.88;
+// The target for the replay is 90% of the bound, reached by broadcast and by allreduce
+// (allreduce's packing chosen by replay among a few shared-link holds: repackByReplay) on every
+// fixture and allocation (see lib/topology/README.md).
+constexpr double kReplayedBroadcastShare = 0.9, kReplayedAllReduceShare = 0.9;
 
 TEST_CASE(
     "replayed message by message at 256 MiB, the chosen broadcast reaches 90% of the bound and "
-    "allreduce 88%, neither loses to the ring replayed the same way, and on the DGX-1 fragments "
+    "allreduce too, neither loses to the ring replayed the same way, and on the DGX-1 fragments "
     "the packed trees beat it twice") {
   for (const Case& c : kCases) {
     const Graph& g = fixture(c.fixture);
