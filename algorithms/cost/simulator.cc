@@ -420,7 +420,7 @@ class Replay {
       open[r] = static_cast<uint32_t>(resources_[r].flows.size());
       if (open[r] > 0) busy.push_back(static_cast<uint32_t>(r));
     }
-    rates_.assign(flows_.size(), -1);
+    rates_.resize(flows_.size(), -1);  // -1 everywhere: reset below after every use
     rated_.clear();
     for (;;) {
       size_t tightest = nr;
@@ -451,7 +451,10 @@ class Replay {
     // In id order, as when every flow was visited (flows queued behind others on their
     // connection, not moving bytes now, have no rate and are skipped).
     std::sort(rated_.begin(), rated_.end());
-    for (uint32_t id : rated_) setRate(id, rates_[id], t);
+    for (uint32_t id : rated_) {
+      setRate(id, rates_[id], t);
+      rates_[id] = -1;
+    }
   }
 
   void flowDue(uint32_t id, double t) {
