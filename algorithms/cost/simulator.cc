@@ -557,7 +557,7 @@ class Replay {
   std::vector<Resource> resources_;
   std::vector<double> rates_, left_;  // rerateAll's scratch
   std::vector<uint32_t> open_;
-  std::vector<uint32_t> busy_;  // rerateAll's links with flows
+  std::vector<uint32_t> busy_;   // rerateAll's links with flows
   std::vector<uint32_t> rated_;  // rerateAll's flows given a rate
   std::vector<Connection> connections_;
   std::vector<double> cpuFree_;

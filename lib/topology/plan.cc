@@ -147,9 +147,8 @@ ReplaySetup replaySetup(const Graph& graph, const GpuPlan& plan, const Collectiv
 double replayTrees(ReplaySetup& r, std::span<const WeightedTree> trees) {
   r.model.links = &r.routes;
   return r.moved / 1e9 /
-         simulateSchedules(
-             [&](const CollectiveShape& s) { return buildPackedTrees(s, trees); }, r.shape,
-             r.model)
+         simulateSchedules([&](const CollectiveShape& s) { return buildPackedTrees(s, trees); },
+                           r.shape, r.model)
              .seconds;
 }
 
@@ -178,8 +177,8 @@ Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePla
   return {replayTrees(setup, p.packed.trees), replayRing(setup, p)};
 }
 
-Replayed repackByReplay(const Graph& graph, const GpuPlan& plan, CollectivePlan& p,
-                        uint64_t bytes, uint64_t chunkBytes) {
+Replayed repackByReplay(const Graph& graph, const GpuPlan& plan, CollectivePlan& p, uint64_t bytes,
+                        uint64_t chunkBytes) {
   ReplaySetup setup = replaySetup(graph, plan, p, bytes, chunkBytes);
   Replayed r{replayTrees(setup, p.packed.trees), replayRing(setup, p)};
   if (p.collective != PackedCollective::AllReduce) return r;
