@@ -202,19 +202,39 @@ Schedule buildPackedTrees(const CollectiveShape& s, std::span<const WeightedTree
     appendDownFlows(b, s, flows, ends);
     return std::move(b).finish();
   }
-  // Reduce and allreduce: the trees' pipelines, round by round. Two scratch slots per child and
-  // tree (tree.cc's pipelines keep four): a child sends a tree's chunk j + 2 once its chunk j is
-  // reduced, so that no tree runs far ahead of the others and takes more than its share of the
-  // links it shares with them.
-  constexpr uint64_t kPackedTreeWindow = 2;
+  // Reduce and allreduce: the trees' pipelines, round by round. The cost model (like a link
+  // with one queue per connection) shares a link equally among the messages on it, not by the
+  // trees' weights, so a tree's chunk of a round is cut into pieces in proportion to its weight
+  // (the heaviest tree into kPieces, none into fewer than one): trees that share a link then have
+  // messages on it in proportion to their weights and get their share of it. One scratch slot
+  // per piece, child and tree (tree.cc's pipelines keep four chunks): a child sends a tree's
+  // piece of round j + 1 once its piece of round j is reduced, so that no tree runs ahead of
+  // the others and takes more than its share of the links it shares with them.
+  constexpr uint64_t kPackedTreeWindow = 1;
+  constexpr uint64_t kPieces = 8;
+  const double heaviest = *std::max_element(weights.begin(), weights.end());
   std::vector<TreePipeline> pipelines;
+  std::vector<uint64_t> pieces;
   pipelines.reserve(trees.size());
   for (size_t i = 0; i < trees.size(); ++i)
-    if (parts[i].count)
-      pipelines.emplace_back(b, s, flow, roleIn(trees[i], s.rank), parts[i], cut(parts[i], ends),
-                             kPackedTreeWindow);
+    if (parts[i].count) {
+      const uint64_t k = std::clamp<uint64_t>(
+          static_cast<uint64_t>(std::llround(weights[i] / heaviest * kPieces)), 1, kPieces);
+      std::vector<double> sub;  // the rounds' ends, each round cut into k pieces
+      double before = 0;
+      for (double end : ends) {
+        for (uint64_t q = 1; q < k; ++q)
+          sub.push_back(before + (end - before) * static_cast<double>(q) / static_cast<double>(k));
+        sub.push_back(end);
+        before = end;
+      }
+      pieces.push_back(k);
+      pipelines.emplace_back(b, s, flow, roleIn(trees[i], s.rank), parts[i], cut(parts[i], sub),
+                             kPackedTreeWindow * k);
+    }
   for (size_t j = 0; j < ends.size(); ++j)
-    for (TreePipeline& p : pipelines) p.appendChunk(j);
+    for (size_t i = 0; i < pipelines.size(); ++i)
+      for (uint64_t q = 0; q < pieces[i]; ++q) pipelines[i].appendChunk(j * pieces[i] + q);
   return std::move(b).finish();
 }
 

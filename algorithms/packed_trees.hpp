@@ -16,6 +16,7 @@ namespace weft {
 struct WeightedTree {
   std::vector<int> parent;  // per rank; -1 at the tree's root
   double weight = 0;        // share of the buffer (allgather: of its root's block)
+  bool operator==(const WeightedTree&) const = default;
 };
 
 // Broadcast and Reduce: every tree rooted at shape.root. AllReduce: any roots (each part is

@@ -411,24 +411,36 @@ class Replay {
     std::vector<uint32_t>& open = open_;
     left.resize(nr);
     open.resize(nr);
+    // Only links with flows on them take part; they are scanned in index order, as before, and
+    // dropped from the scan once their flows all have rates (same rates, fewer links to scan).
+    std::vector<uint32_t>& busy = busy_;
+    busy.clear();
     for (size_t r = 0; r < nr; ++r) {
       left[r] = resources_[r].capacity;
       open[r] = static_cast<uint32_t>(resources_[r].flows.size());
+      if (open[r] > 0) busy.push_back(static_cast<uint32_t>(r));
     }
-    rates_.assign(flows_.size(), -1);
+    rates_.resize(flows_.size(), -1);  // -1 everywhere: reset below after every use
+    rated_.clear();
     for (;;) {
       size_t tightest = nr;
       double fair = 0;
-      for (size_t r = 0; r < nr; ++r)
-        if (open[r] > 0 && (tightest == nr || left[r] / open[r] < fair)) {
+      size_t kept = 0;
+      for (uint32_t r : busy) {
+        if (open[r] == 0) continue;
+        busy[kept++] = r;
+        if (tightest == nr || left[r] / open[r] < fair) {
           tightest = r;
           fair = left[r] / open[r];
         }
+      }
+      busy.resize(kept);
       if (tightest == nr) break;
       fair = std::max(fair, 0.0);
       for (uint32_t id : resources_[tightest].flows) {
         if (rates_[id] >= 0) continue;
         rates_[id] = fair;
+        rated_.push_back(id);
         const Flow& f = flows_[id];
         for (uint32_t k = 0; k < f.nres; ++k) {
           left[f.res[k]] -= fair;
@@ -436,8 +448,13 @@ class Replay {
         }
       }
     }
-    for (uint32_t id = 0; id < flows_.size(); ++id)
-      if (rates_[id] >= 0) setRate(id, rates_[id], t);  // < 0: not moving bytes now
+    // In id order, as when every flow was visited (flows queued behind others on their
+    // connection, not moving bytes now, have no rate and are skipped).
+    std::sort(rated_.begin(), rated_.end());
+    for (uint32_t id : rated_) {
+      setRate(id, rates_[id], t);
+      rates_[id] = -1;
+    }
   }
 
   void flowDue(uint32_t id, double t) {
@@ -540,6 +557,8 @@ class Replay {
   std::vector<Resource> resources_;
   std::vector<double> rates_, left_;  // rerateAll's scratch
   std::vector<uint32_t> open_;
+  std::vector<uint32_t> busy_;   // rerateAll's links with flows
+  std::vector<uint32_t> rated_;  // rerateAll's flows given a rate
   std::vector<Connection> connections_;
   std::vector<double> cpuFree_;
   std::vector<uint32_t> ready_;

@@ -354,7 +354,7 @@ double treesRate(const FlowNetwork& net, PackedCollective c, std::span<const Wei
   return rateOfLoad(net, load);
 }
 
-Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
+Packing packTrees(const FlowNetwork& net, PackedCollective c, int root, double sharedLoad) {
   const int n = net.ngpus;
   Packing result;
   if (n == 1) {
@@ -432,14 +432,16 @@ Packing packTrees(const FlowNetwork& net, PackedCollective c, int root) {
   // gets less than its share (replayed, full-load PCIe and QPI links cost up to 10%). Allreduce
   // needs more room than broadcast and reduce: its trees' second half, down, starts on those
   // links only once the first has reached the root, and must then catch up. (The shares are
-  // the best of 0.7 to 0.95 in steps of 0.05 and 0.88 to 0.94 in the replays of the fixtures.)
+  // the best of 0.7 to 0.95 in steps of 0.05 and 0.88 to 0.94 in the replays of the fixtures;
+  // for allreduce the best share differs per allocation, and plan.cc's repackByReplay tries a
+  // few more.)
   std::vector<std::vector<int>> candidates;
   for (const auto& [parent, w] : found) candidates.push_back(parent);
   // Allgather: one more column (lambda, the smallest root's total) and one row per root,
   // lambda - sum of the root's trees <= 0; maximise lambda. Weights are then shares of the
   // tree's root's block.
   const bool gather = c == PackedCollective::AllGather;
-  const double sharedLoad = c == PackedCollective::AllReduce ? 0.85 : 0.93;
+  if (!(sharedLoad > 0)) sharedLoad = c == PackedCollective::AllReduce ? 0.88 : 0.93;
   constexpr int kSharedRounds = 3;
   std::vector<bool> shared(m, false);
   // (Allgather is left at full load: its replay gains nothing from the headroom, which would

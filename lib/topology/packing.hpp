@@ -73,8 +73,10 @@ struct Packing {
 // Trees for broadcast from or reduce to `root`, for allreduce (any roots), or for allgather
 // (trees from every root; a tree's weight is its share of its root's block); trees of tiny weight
 // (< 1%) are dropped and the others rescaled (fewer, larger messages), and the rate is of what is
-// returned.
-Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root = 0);
+// returned. `sharedLoad` (0: the collective's default, 0.88 for allreduce, 0.93 for the others):
+// the share of their capacity that links several GPU pairs cross are held to in the LP.
+Packing packTrees(const FlowNetwork& net, PackedCollective collective, int root = 0,
+                  double sharedLoad = 0);
 // The throughput of given trees in the model.
 double treesRate(const FlowNetwork& net, PackedCollective collective,
                  std::span<const WeightedTree> trees);

@@ -111,16 +111,25 @@ WeightedTree chainTree(std::span<const int> order, PackedCollective c) {
   return t;
 }
 
-Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePlan& p,
-                    uint64_t bytes, uint64_t chunkBytes) {
-  const FlowNetwork net = flowNetwork(graph, plan.gpus);
-  const LinkRoutes routes = linkRoutes(net);
-  const int n = net.ngpus;
+namespace {
+
+// The cost model's machine and the collective's shape for replaying a plan's schedules.
+struct ReplaySetup {
+  LinkRoutes routes;
   MachineModel model;
-  model.nranks = model.ranksPerHost = n;
-  model.intra = {kNvLinkLatencyUs, 0};
-  model.links = &routes;
   CollectiveShape shape;
+  double moved = 0;  // bytes the collective delivers (allgather: the output)
+};
+
+ReplaySetup replaySetup(const Graph& graph, const GpuPlan& plan, const CollectivePlan& p,
+                        uint64_t bytes, uint64_t chunkBytes) {
+  const FlowNetwork net = flowNetwork(graph, plan.gpus);
+  ReplaySetup r;
+  r.routes = linkRoutes(net);
+  const int n = net.ngpus;
+  r.model.nranks = r.model.ranksPerHost = n;
+  r.model.intra = {kNvLinkLatencyUs, 0};
+  CollectiveShape& shape = r.shape;
   shape.nranks = n;
   shape.elemSize = 4;
   shape.root = p.root;
@@ -130,27 +139,60 @@ Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePla
                      : p.collective == PackedCollective::Reduce    ? Collective::Reduce
                      : p.collective == PackedCollective::AllGather ? Collective::AllGather
                                                                    : Collective::AllReduce;
-  const double moved =
+  r.moved =
       static_cast<double>(shape.count) * 4 * (p.collective == PackedCollective::AllGather ? n : 1);
-  Replayed r;
-  r.packedGBps = moved / 1e9 /
-                 simulateSchedules(
-                     [&](const CollectiveShape& s) { return buildPackedTrees(s, p.packed.trees); },
-                     shape, model)
-                     .seconds;
+  return r;
+}
+
+double replayTrees(ReplaySetup& r, std::span<const WeightedTree> trees) {
+  r.model.links = &r.routes;
+  return r.moved / 1e9 /
+         simulateSchedules([&](const CollectiveShape& s) { return buildPackedTrees(s, trees); },
+                           r.shape, r.model)
+             .seconds;
+}
+
+double replayRing(ReplaySetup& r, const CollectivePlan& p) {
+  r.model.links = &r.routes;
   const std::vector<WeightedTree> chain{chainTree(p.ring.order, p.collective)};
-  r.ringGBps = moved / 1e9 /
-               simulateSchedules(
-                   [&](const CollectiveShape& s) {
-                     if (p.collective == PackedCollective::Broadcast ||
-                         p.collective == PackedCollective::Reduce)
-                       return buildPackedTrees(s, chain);
-                     CollectiveShape t = s;
-                     t.ringOrder = p.ring.order;
-                     return buildRing(t);
-                   },
-                   shape, model)
-                   .seconds;
+  return r.moved / 1e9 /
+         simulateSchedules(
+             [&](const CollectiveShape& s) {
+               if (p.collective == PackedCollective::Broadcast ||
+                   p.collective == PackedCollective::Reduce)
+                 return buildPackedTrees(s, chain);
+               CollectiveShape t = s;
+               t.ringOrder = p.ring.order;
+               return buildRing(t);
+             },
+             r.shape, r.model)
+             .seconds;
+}
+
+}  // namespace
+
+Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePlan& p,
+                    uint64_t bytes, uint64_t chunkBytes) {
+  ReplaySetup setup = replaySetup(graph, plan, p, bytes, chunkBytes);
+  return {replayTrees(setup, p.packed.trees), replayRing(setup, p)};
+}
+
+Replayed repackByReplay(const Graph& graph, const GpuPlan& plan, CollectivePlan& p, uint64_t bytes,
+                        uint64_t chunkBytes) {
+  ReplaySetup setup = replaySetup(graph, plan, p, bytes, chunkBytes);
+  Replayed r{replayTrees(setup, p.packed.trees), replayRing(setup, p)};
+  if (p.collective != PackedCollective::AllReduce) return r;
+  const FlowNetwork net = flowNetwork(graph, plan.gpus);
+  for (double sharedLoad : kAllReduceSharedLoads) {
+    Packing other = packTrees(net, p.collective, p.root, sharedLoad);
+    if (other.trees == p.packed.trees) continue;
+    const double gbps = replayTrees(setup, other.trees);
+    if (gbps > r.packedGBps) {
+      r.packedGBps = gbps;
+      p.packed = std::move(other);
+    }
+  }
+  p.ringChosen = p.ring.rateGBps >= p.packed.rateGBps;
   return r;
 }
 

@@ -44,6 +44,21 @@ struct Replayed {
 Replayed replayPlan(const Graph& graph, const GpuPlan& plan, const CollectivePlan& collective,
                     uint64_t bytes, uint64_t chunkBytes);
 
+// Allreduce's LP holds links that several GPU pairs cross to a share of their capacity
+// (packTrees' sharedLoad), since the cost model shares a link equally among its messages and not
+// by tree weight; which share replays fastest differs per allocation (on the DGX-1, with the
+// pieces of packed_trees.cc: 0.88 for all eight GPUs and cuda 0,1,2,4,5,6, 0.93 for cuda 0-6,
+// no hold for cuda 0,1,2,4,5). NCCL-style search and evaluate: the shares tried besides
+// packTrees' default (0.88).
+inline constexpr double kAllReduceSharedLoads[] = {0.93, 1.0};
+
+// replayPlan, but for allreduce the plan's packing is also packed again at each of
+// kAllReduceSharedLoads and replayed: the collective keeps the packing that replays fastest (its
+// steady-state rate and ringChosen updated), and the replay returned is that packing's. Other
+// collectives: replayPlan.
+Replayed repackByReplay(const Graph& graph, const GpuPlan& plan, CollectivePlan& collective,
+                        uint64_t bytes, uint64_t chunkBytes);
+
 // The choice made again from the replay: the ring when its replayed schedule is at least as fast
 // as the packed trees' (the steady state leaves out the pipelines filling and the links' sharing,
 // so the two can disagree where the packing is hardly ahead), so the choice is never below the

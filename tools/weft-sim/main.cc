@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
                          {"allgather", &plan.allgather}};
       std::string replayed;
       for (const auto& [name, c] : collectives) {
-        const Replayed r = replayPlan(graph, plan, *c, bytes, uint64_t{1} << 20);
+        const Replayed r = repackByReplay(graph, plan, *c, bytes, uint64_t{1} << 20);
         const double chosen = chooseByReplay(*c, r);
         replayed += fmt::format(
             "  {:<9} packed trees {:8.2f} GB/s ({:5.1f}%)  ring {:8.2f} GB/s ({:5.1f}%)  "
