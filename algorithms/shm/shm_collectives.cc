@@ -198,18 +198,7 @@ void ShmCollectives::copyFromPeer(Path path, int q, Side side, uint64_t offset, 
     if (src != dst) std::memmove(dst, src, bytes);
     return;
   }
-  uint64_t done = 0;
-  while (done < bytes) {
-    iovec local{static_cast<uint8_t*>(dst) + done, bytes - done};
-    iovec far{reinterpret_cast<void*>(remote + done), bytes - done};
-    const ssize_t got = process_vm_readv(static_cast<pid_t>(e.pid), &local, 1, &far, 1, 0);
-    if (got <= 0) {
-      if (got < 0 && errno == EINTR) continue;
-      fail(weftSystemError, "{}: process_vm_readv from rank {} (pid {}): {}", wait_->what(),
-           group_.ranks[q], e.pid, got < 0 ? std::strerror(errno) : "short read");
-    }
-    done += static_cast<uint64_t>(got);
-  }
+  cmaCopy(false, q, static_cast<uint8_t*>(dst), remote, bytes);
 }
 
 void ShmCollectives::copyToPeer(int q, uint64_t offset, const void* src, uint64_t bytes) {
@@ -221,17 +210,24 @@ void ShmCollectives::copyToPeer(int q, uint64_t offset, const void* src, uint64_
       std::memmove(reinterpret_cast<void*>(remote), src, bytes);
     return;
   }
+  cmaCopy(true, q, const_cast<uint8_t*>(static_cast<const uint8_t*>(src)), remote, bytes);
+}
+
+void ShmCollectives::cmaCopy(bool write, int q, uint8_t* local, uint64_t remote, uint64_t bytes) {
+  const pid_t pid = static_cast<pid_t>(exposure(q).pid);
   uint64_t done = 0;
   while (done < bytes) {
-    iovec local{const_cast<uint8_t*>(static_cast<const uint8_t*>(src)) + done, bytes - done};
+    iovec here{local + done, bytes - done};
     iovec far{reinterpret_cast<void*>(remote + done), bytes - done};
-    const ssize_t put = process_vm_writev(static_cast<pid_t>(e.pid), &local, 1, &far, 1, 0);
-    if (put <= 0) {
-      if (put < 0 && errno == EINTR) continue;
-      fail(weftSystemError, "{}: process_vm_writev to rank {} (pid {}): {}", wait_->what(),
-           group_.ranks[q], e.pid, put < 0 ? std::strerror(errno) : "short write");
+    const ssize_t moved = write ? process_vm_writev(pid, &here, 1, &far, 1, 0)
+                                : process_vm_readv(pid, &here, 1, &far, 1, 0);
+    if (moved <= 0) {
+      if (moved < 0 && errno == EINTR) continue;
+      fail(weftSystemError, "{}: {} rank {} (pid {}): {}", wait_->what(),
+           write ? "process_vm_writev to" : "process_vm_readv from", group_.ranks[q], pid,
+           moved < 0 ? std::strerror(errno) : "short copy");
     }
-    done += static_cast<uint64_t>(put);
+    done += static_cast<uint64_t>(moved);
   }
 }
 

@@ -116,6 +116,9 @@ class ShmCollectives {
   // Copies `bytes` from local `src` to `offset` of peer q's receive buffer with
   // process_vm_writev (cma path); q may be this rank.
   void copyToPeer(int q, uint64_t offset, const void* src, uint64_t bytes);
+  // process_vm_writev (write) or process_vm_readv of `bytes` between local memory and address
+  // `remote` of peer q, resumed after partial copies; throws weftSystemError naming the peer.
+  void cmaCopy(bool write, int q, uint8_t* local, uint64_t remote, uint64_t bytes);
   // Peer q's buffer at `offset`, readable here (direct path only).
   const uint8_t* view(int q, Side side, uint64_t offset) const;
 
