@@ -41,19 +41,6 @@ std::vector<Transfer> transfersTo(Collective c, int r, int n, int root) {
   return t;
 }
 
-// The blocks rank r sends, with their receivers: every receiver's transfers from r.
-struct Delivery {
-  int to;
-  Transfer transfer;
-};
-std::vector<Delivery> transfersFrom(Collective c, int r, int n, int root) {
-  std::vector<Delivery> d;
-  for (int q = 0; q < n; ++q)
-    for (const Transfer& t : transfersTo(c, q, n, root))
-      if (t.from == r) d.push_back({q, t});
-  return d;
-}
-
 // The input blocks rank q holds for others (what it stages), in staging order.
 std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
   std::vector<uint64_t> b;
@@ -103,13 +90,12 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
 // root does not copy every block itself (broadcast: pushing took 1.5-2x as long).
 void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
   const uint64_t blockBytes = call.count * call.elemSize;
-  const bool push = path == Path::Cma && (call.collective == Collective::AllGather ||
-                                          call.collective == Collective::Gather);
-  if (push) {
-    const auto* in = static_cast<const uint8_t*>(call.sendbuff);
-    for (const Delivery& d : transfersFrom(call.collective, me(), n(), call.root))
-      copyToPeer(d.to, d.transfer.toBlock * blockBytes, in + d.transfer.fromBlock * blockBytes,
-                 blockBytes);
+  const bool gather = call.collective == Collective::Gather;
+  if (path == Path::Cma && (gather || call.collective == Collective::AllGather)) {
+    // My one input block goes to block me() of every rank's output (gather: the root's only).
+    for (int q = 0; q < n(); ++q)
+      if (!gather || q == call.root)
+        copyToPeer(q, uint64_t(me()) * blockBytes, call.sendbuff, blockBytes);
   } else {
     auto* out = static_cast<uint8_t*>(call.recvbuff);
     for (const Transfer& t : transfersTo(call.collective, me(), n(), call.root))

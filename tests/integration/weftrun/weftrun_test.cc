@@ -1,6 +1,5 @@
 // weftrun as its users see it: what each rank is given, what comes out, and what weftrun does
 // and exits with when ranks fail, hang or are interrupted. Every rank is weftrun-test-child.
-#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <sstream>
 
 #include "launch.hpp"
+#include "support/cpus.hpp"
 
 using namespace weftrun_test;
 using Catch::Matchers::Contains;
@@ -305,16 +305,6 @@ std::string ownCpuList() {
   return "";
 }
 
-std::vector<int> ownCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
 // Each rank's CPU list, from ranks that print their own under --tag-output.
 std::map<int, std::string> rankCpuLists(const Strings& options, int n) {
   Strings args = {"-n", std::to_string(n), "--tag-output"};
@@ -338,7 +328,7 @@ std::map<int, std::string> rankCpuLists(const Strings& options, int n) {
 TEST_CASE(
     "weftrun --bind-to core pins rank i to weftrun's i-th CPU, round-robin, and ranks are free by "
     "default") {
-  const std::vector<int> cpus = ownCpus();
+  const std::vector<int> cpus = weft::testing::allowedCpus();
   const std::string all = ownCpuList();
   REQUIRE(!cpus.empty());
   const int n = static_cast<int>(cpus.size());

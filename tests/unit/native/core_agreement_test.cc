@@ -3,14 +3,14 @@
 // same core do, and every rank reaches the same answer whatever its own mask. Ranks are threads,
 // each setting its own mask before the set-up; the expected answers are counted here from the
 // masks the test chose.
-#include <catch2/catch.hpp>
 #include <pthread.h>
 #include <sched.h>
 
-#include <algorithm>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "algorithms/shm/shm_collectives.hpp"
+#include "support/cpus.hpp"
 #include "support/thread_oob.hpp"
 #include "transports/shm/segment.hpp"
 
@@ -52,25 +52,17 @@ std::vector<Agreed> agree(const std::vector<std::vector<int>>& cpus, ShmMode mod
     shm.setUp(wait);
     seen[r] = {shm.cores(), shm.oversubscribed()};
   });
-  for (const std::string& e : errors) INFO(e);
-  REQUIRE(std::all_of(errors.begin(), errors.end(), [](const std::string& e) { return e.empty(); }));
+  std::string failures;
+  for (const std::string& e : errors) failures += e.empty() ? "" : e + "\n";
+  INFO(failures);
+  REQUIRE(failures.empty());
   return seen;
-}
-
-std::vector<int> allowedCpus() {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return out;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &mask)) out.push_back(c);
-  return out;
 }
 
 }  // namespace
 
 TEST_CASE("local ranks agree on sharing cores from the union of their affinity masks") {
-  const std::vector<int> cpus = allowedCpus();
+  const std::vector<int> cpus = weft::testing::allowedCpus();
   if (cpus.size() < 2) {
     WARN("SKIPPED: this process may run on " << cpus.size() << " CPU(s); the test needs 2");
     return;
