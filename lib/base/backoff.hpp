@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <chrono>
 #include <cstdint>
 
 namespace weft {
@@ -14,7 +15,7 @@ class Backoff {
  public:
   // Call after an iteration that made no progress.
   void idle() {
-    ++idle_;
+    if (idle_++ == 0) idleSince_ = std::chrono::steady_clock::now();
     if (idle_ < kSpins) return;
     if (idle_ < kYields) {
       sched_yield();
@@ -25,17 +26,24 @@ class Backoff {
   }
   // Call after an iteration that made progress.
   void reset() { idle_ = 0; }
-  // True for the first few idle rounds. A caller that can sleep until its data arrives
-  // (Transport::waitForActivity) does so after these instead of yielding: measured with 4 ranks
-  // on 2 cores (perf/README.md), spinning longer only takes the core from the rank with work.
-  bool spinning() const { return idle_ < kSpinsBeforeSleep; }
+  // True for the first kSpinBeforeSleep of a wait. A caller that can sleep until its data
+  // arrives (Transport::waitForActivity) does so after it instead of yielding on. Measured across
+  // namespaced hosts (perf/README.md, 8 B allreduce): waking a sleeping rank costs ~40 us on the
+  // build VM, so sleeping at once made a 2-host exchange 46 us against 7 us; spinning (with
+  // yields) for 20-100 us before sleeping gave 7-8 us with a core per rank and halved the time
+  // with 4 ranks on 2 cores. Yielding for thousands of rounds, as before the sleep existed, only
+  // took the core from the rank with work.
+  bool spinning() const {
+    return idle_ == 0 || std::chrono::steady_clock::now() - idleSince_ < kSpinBeforeSleep;
+  }
 
  private:
   static constexpr uint32_t kSpins = 64;
-  static constexpr uint32_t kSpinsBeforeSleep = 8;
+  static constexpr std::chrono::microseconds kSpinBeforeSleep{50};
   static constexpr uint32_t kYields = 20000;
   static constexpr long kNapNs = 50000;
   uint32_t idle_ = 0;
+  std::chrono::steady_clock::time_point idleSince_;
 };
 
 }  // namespace weft
