@@ -28,18 +28,18 @@ class Backoff {
   void reset() { idle_ = 0; }
   // True for the first kSpinBeforeSleep of a wait. A caller that can sleep until its data
   // arrives (Transport::waitForActivity) does so after it instead of yielding on. Measured across
-  // namespaced hosts (perf/README.md, 8 B allreduce): waking a sleeping rank costs ~40 us on the
-  // build VM, so sleeping at once made a 2-host exchange 46 us against 7 us; spinning (with
-  // yields) for 20-100 us before sleeping gave 7-8 us with a core per rank and halved the time
-  // with 4 ranks on 2 cores. Yielding for thousands of rounds, as before the sleep existed, only
-  // took the core from the rank with work.
+  // namespaced hosts (perf/README.md): waking a sleeping rank costs ~40 us on the build VM, so
+  // sleeping after a few rounds made an 8 B allreduce between 2 hosts 46 us against 7 us, and a
+  // 64 MiB hierarchical allreduce in 16 KiB chunks (a message every ~100 us) 0.78 of the link
+  // against 0.90. Spinning (with yields) for 1 ms first gives both; yielding for much longer,
+  // as before the sleep existed, only took the core from the rank with work.
   bool spinning() const {
     return idle_ == 0 || std::chrono::steady_clock::now() - idleSince_ < kSpinBeforeSleep;
   }
 
  private:
   static constexpr uint32_t kSpins = 64;
-  static constexpr std::chrono::microseconds kSpinBeforeSleep{50};
+  static constexpr std::chrono::microseconds kSpinBeforeSleep{1000};
   static constexpr uint32_t kYields = 20000;
   static constexpr long kNapNs = 50000;
   uint32_t idle_ = 0;
