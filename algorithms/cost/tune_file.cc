@@ -150,10 +150,10 @@ MachineParams parseTuneFile(std::string_view text, const std::string& name) {
       continue;
     }
     if (key == "host.cores") {
-      if (value < 0 || value != std::floor(value) || value > 1e6)
-        bad(fmt::format("host.cores: '{}' is not a whole number of cores (0: a core per rank)",
+      if (!(value >= 0) || value > 1e6)
+        bad(fmt::format("host.cores: '{}' is not a number of cores (0: a core per rank)",
                         valueText));
-      p.cores = static_cast<int>(value);
+      p.cores = value;
       continue;
     }
     const bool mayBeZero =
@@ -210,7 +210,7 @@ std::string formatTuneFile(const MachineParams& p) {
                          p.reduceGBpsByType[t]);
   out += fmt::format("copy_gbps = {}\n", p.copyGBps);
   out += formatCurve("copy_gbps", p.copyCurve);
-  if (p.cores > 0) out += fmt::format("host.cores = {}\n", p.cores);
+  if (p.cores > 0) out += fmt::format("host.cores = {:g}\n", p.cores);
   if (p.switchUs > 0) out += fmt::format("host.switch_us = {}\n", p.switchUs);
   return out;
 }

@@ -14,7 +14,8 @@
 //   reduce_gbps = 9.8             # bytes of one operand reduced per second (float32 sum)
 //   reduce_gbps.bfloat16 = 3.2    # optional, per datatype (nccl-tests names)
 //   copy_gbps = 12
-//   host.cores = 2                # CPU cores the ranks of a host share (0 or absent: a core each)
+//   host.cores = 2                # CPU cores the ranks of a host share (0 or absent: a core each;
+//                                 # a fraction where hosts share cores, as on the netns test bed)
 //   host.switch_us = 3.6          # what waking a rank costs when ranks outnumber cores
 //   shm.bandwidth_gbps@65536 = 28 # optional: the rate for operations of this many bytes
 // Rates depend on how much memory an operation touches: calibration measures the link
@@ -60,10 +61,13 @@ struct MachineParams {
   double copyGBps = 10.0;
   // Cores per host. When a host runs more ranks than this, its ranks share them: every CPU cost
   // (copies through shared memory, reductions, per-message work) takes ranks/cores times
-  // longer (machineFor in lib/tuner). 0: every rank has a core of its own.
-  int cores = 0;
+  // longer (machineFor in lib/tuner). 0: every rank has a core of its own. A fraction when
+  // several hosts share cores: the namespaced hosts of scripts/netns-cluster.sh all run on this
+  // machine's cores (4 hosts on 2 cores: 0.5 each).
+  double cores = 0;
   // With more ranks than cores, a message often waits for its receiver to be scheduled: added
-  // to the intra-host latency then (measured by calibrating with more ranks than cores).
+  // to the latency of every link then, inside the host and between hosts (measured by
+  // calibrating with more ranks than cores).
   double switchUs = 0;
   // Size-dependent rates (`key@bytes` lines), for the bandwidth of each link class, reduce_gbps
   // (float32; the other datatypes' rates follow its shape) and copy_gbps.

@@ -87,10 +87,15 @@ MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHos
   // More ranks than cores on a host: each rank runs a cores/ranks share of the time, so all of
   // its CPU work slows by the inverse. Inside a host that is everything: a message crosses
   // shared memory as a copy by a rank's CPU, and is noticed only when its receiver runs. Between
-  // hosts the wire is not slowed, only the sender's per-message work.
+  // hosts the wire is not slowed, only the sender's per-message work; but a message from
+  // another host is noticed only when its receiver runs too, so both latencies gain the
+  // switch.
   const double share = oversubscription(params, m.ranksPerHost);
   m.intra.latencyUs *= share;
-  if (share > 1) m.intra.latencyUs += params.switchUs;
+  if (share > 1) {
+    m.intra.latencyUs += params.switchUs;
+    m.inter.latencyUs += params.switchUs;
+  }
   m.intra.bandwidthGBps /= share;
   m.intra.messageUs *= share;
   m.inter.messageUs *= share;

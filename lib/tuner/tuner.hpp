@@ -62,8 +62,8 @@ double oversubscription(const MachineParams& params, int ranksPerHost);
 
 // The machine the cost model sees for a communicator: `transport` is its transport's name
 // (shm: weft's shared memory; ucx: UCX, between hosts when ranksPerHost < nranks). Rates and
-// per-message costs are scaled by oversubscription(), and the intra-host latency then also
-// gains params.switchUs.
+// per-message costs are scaled by oversubscription(), and both latencies (intra-host and
+// between hosts) then also gain params.switchUs.
 MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHost,
                         std::string_view transport, weftDataType_t datatype);
 

@@ -118,7 +118,7 @@ LinkParams parseLink(const std::string& flag, const std::string& text) {
 std::string usage() {
   return "usage: weft-sim [--ranks N] [--ranks-per-host N] [--intra 'lat=1us,bw=200GB/s']\n"
          "                [--inter 'lat=5us,bw=25GB/s,msg=5us'] [--reduce GB/s] [--copy GB/s]\n"
-         "                [--tune-file FILE] [--transport shm|ucx] [--cores N]\n"
+         "                [--tune-file FILE] [--transport shm|ucx] [--cores C]\n"
          "                [--algo WEFT_ALGO] [-b MIN] [-e MAX] [-f FACTOR]\n"
          "                [-d TYPE] [-J] COLLECTIVE\n"
          "  COLLECTIVE: all_reduce, broadcast, reduce, all_gather, reduce_scatter, alltoall,\n"
@@ -126,7 +126,8 @@ std::string usage() {
          "  Prints, per size, every algorithm's predicted time and bus bandwidth and the one\n"
          "  the tuner picks (-J: JSON). --transport: the link class inside a host, shm\n"
          "  (default on one host) or ucx (default on several); --cores: cores per host, which\n"
-         "  more ranks than cores share (the tuning file's host.cores).\n"
+         "  more ranks than cores share (the tuning file's host.cores; a fraction where\n"
+         "  hosts share cores, as the namespaced hosts of the test bed do).\n"
          "       weft-sim --topo FILE [--gpus I,J,...] [--root R] [-J]\n"
          "  For the GPUs of an hwloc XML host (default all): broadcast, reduce, allreduce and\n"
          "  allgather throughput\n"
@@ -165,7 +166,7 @@ Options parseOptions(const std::vector<std::string>& args) {
       if (o.transport != "shm" && o.transport != "ucx")
         throw UsageError(fmt::format("--transport '{}': expected shm or ucx", o.transport));
     } else if (a == "--cores") {
-      o.cores = parseCount(a, value(), 0, 1 << 20);
+      o.cores = parseNumber(a, value(), "a number of cores (0: a core per rank)");
     } else if (a == "--algo") {
       o.algo = value();
       try {

@@ -30,7 +30,7 @@ struct Options {
   // memory: one host) or ucx (UCX everywhere: several hosts). Empty: shm on one host, else ucx.
   // It matters with a tuning file, which prices the two classes apart.
   std::string transport;
-  int cores = -1;  // --cores: cores per host (host.cores); -1: the tuning file's
+  double cores = -1;  // --cores: cores per host (host.cores); -1: the tuning file's
   Collective collective = Collective::AllReduce;
   uint64_t minBytes = 8, maxBytes = 8;
   double stepFactor = 2;

@@ -59,8 +59,8 @@ std::string formatTable(const Options& o, const std::vector<SizeResult>& results
       "# nranks {} ranksPerHost {} hosts {} intra {} ({}) inter {} reduce {} GB/s copy {} "
       "GB/s cores {} ({})\n",
       o.ranks, o.ranksPerHost, (o.ranks + o.ranksPerHost - 1) / o.ranksPerHost,
-      linkText(intraLink(o, m)), o.transport, linkText(m.net), m.reduceRate(o.datatype),
-      m.copyGBps, m.cores > 0 ? std::to_string(m.cores) : std::string("one per rank"),
+      linkText(intraLink(o, m)), o.transport, linkText(m.net), m.reduceRate(o.datatype), m.copyGBps,
+      m.cores > 0 ? fmt::format("{:g}", m.cores) : std::string("one per rank"),
       o.tuneFile.empty() ? "command line" : o.tuneFile);
   s += "#\n";
   if (results.empty()) return s + "# (no sizes)\n";

@@ -241,6 +241,16 @@ TEST_CASE("waking a rank costs host.switch_us more per message when ranks outnum
   params.switchUs = 3.5;
   CHECK(machineFor(params, 2, 2, "shm", kFloat).intra.latencyUs == 1.0);
   CHECK(machineFor(params, 4, 4, "shm", kFloat).intra.latencyUs == 2.0 + 3.5);
+  // A message from another host waits for its receiver to be scheduled as well.
+  params.net = {5.0, 12.5, 4.0};
+  CHECK(machineFor(params, 8, 2, "ucx", kFloat).inter.latencyUs == 5.0);
+  CHECK(machineFor(params, 8, 4, "ucx", kFloat).inter.latencyUs == 5.0 + 3.5);
+  // Hosts that share cores (4 namespaced hosts on 2 cores): half a core each, 2 ranks on it.
+  params.cores = 0.5;
+  CHECK(oversubscription(params, 2) == 4);
+  const MachineModel bed = machineFor(params, 8, 2, "ucx", kFloat);
+  CHECK(bed.inter.latencyUs == 5.0 + 3.5);
+  CHECK(bed.inter.messageUs == 16.0);
   // weft's shared memory copies on the receiver's CPU; UCX's is priced as a link.
   CHECK(machineFor(params, 4, 4, "shm", kFloat).intraCopiedByReceiver);
   CHECK_FALSE(machineFor(params, 4, 4, "ucx", kFloat).intraCopiedByReceiver);
