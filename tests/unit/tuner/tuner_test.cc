@@ -158,6 +158,29 @@ TEST_CASE("hierarchical allreduce is a candidate on several hosts only, WEFT_ALG
         AlgorithmId::Hierarchical);
 }
 
+TEST_CASE("an algorithm forced by WEFT_ALGO runs with the chunk and channels the model picks") {
+  // The 2 x 2 test bed's model (perf/multihost_allreduce): the tuner picks hierarchical at
+  // 64 MiB with a chunk far from the default; forcing hierarchical must configure it alike.
+  TunerSettings settings;
+  settings.machine.net = {5, 0.125, 40};
+  const uint64_t bytes = uint64_t{64} << 20;
+  Tuner free(4, 2, settings);
+  const TunerChoice picked = free.choose(Collective::AllReduce, bytes, kFloat, {}, false, "ucx");
+  REQUIRE(picked.algorithm != nullptr);
+  REQUIRE(picked.algorithm->id == AlgorithmId::Hierarchical);
+  REQUIRE(picked.chunkBytes != kDefaultChunkBytes);
+  settings.selection = parseAlgoSelection("allreduce:hierarchical");
+  Tuner forced(4, 2, settings);
+  const TunerChoice c = forced.choose(Collective::AllReduce, bytes, kFloat, {}, false, "ucx");
+  CHECK(c.algorithm == picked.algorithm);
+  CHECK(c.chunkBytes == picked.chunkBytes);
+  CHECK(c.channels == picked.channels);
+  // WEFT_CHUNK_BYTES still fixes the chunk.
+  settings.chunkBytes = 65536;
+  Tuner fixed(4, 2, settings);
+  CHECK(fixed.choose(Collective::AllReduce, bytes, kFloat, {}, false, "ucx").chunkBytes == 65536);
+}
+
 TEST_CASE("across hosts, per-message costs make the tuner pick a logarithmic allreduce at 8 B and "
           "chunks past 16 KiB at 64 MiB") {
   {
