@@ -166,11 +166,11 @@ TunerChoice Tuner::choose(Collective collective, uint64_t bytes, weftDataType_t 
            collectiveName(collective), settings_.selection.describe(collective));
     TunerChoice decided;
     if (nranks_ == 1) {
-      // Nothing to price: the only candidate, with the fixed or default chunk (0 here: read
-      // below, since a test's override may change between calls). One candidate left by
-      // WEFT_ALGO is still priced: its chunk and channels are the model's as when the tuner
-      // picks it (the default chunk made a forced hierarchical allreduce across the test bed's
-      // hosts 1.2-1.7x slower than the same schedule picked by the tuner).
+      // One rank: nothing to price; the first candidate, with the fixed or default chunk (0
+      // here: read below, since a test's override may change between calls). A single
+      // candidate left by WEFT_ALGO is still priced, so that its chunk and channels are the
+      // model's, as when the tuner picks it (the default chunk made a forced hierarchical
+      // allreduce across the test bed's hosts 1.2-1.7x slower than the same schedule picked).
       decided.algorithm = candidates.front();
       decided.chunkBytes = 0;
     } else {
