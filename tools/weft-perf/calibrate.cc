@@ -1,7 +1,6 @@
 #include "calibrate.hpp"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include "algorithms/reduce/reduce.hpp"
 #include "calibration_fit.hpp"
 #include "datatypes.hpp"
+#include "lib/base/cpus.hpp"
 #include "lib/base/env.hpp"
 
 namespace weft::perf {
@@ -102,9 +102,7 @@ double rate(const RankSetup& s, uint64_t bytes, int reps, const auto& body) {
 }
 
 int hostCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return CPU_COUNT(&set);
+  return static_cast<int>(allowedCpus().size());
 }
 
 MachineParams existing(const std::string& path) {

@@ -3,12 +3,10 @@
 
 #include <vector>
 
+#include "lib/base/cpus.hpp"  // allowedCpus()
 #include "tools/weftrun/options.hpp"
 
 namespace weft::run {
-
-// The CPUs this process may run on, in increasing order.
-std::vector<int> allowedCpus();
 
 // One CPU per rank (rank i gets allowed[i % size]) for Core; none (the ranks keep weftrun's
 // mask) for None.

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "launch.hpp"
-#include "support/cpus.hpp"
+#include "lib/base/cpus.hpp"
 
 using namespace weftrun_test;
 using Catch::Matchers::Contains;
@@ -328,7 +328,7 @@ std::map<int, std::string> rankCpuLists(const Strings& options, int n) {
 TEST_CASE(
     "weftrun --bind-to core pins rank i to weftrun's i-th CPU, round-robin, and ranks are free by "
     "default") {
-  const std::vector<int> cpus = weft::testing::allowedCpus();
+  const std::vector<int> cpus = weft::allowedCpus();
   const std::string all = ownCpuList();
   REQUIRE(!cpus.empty());
   const int n = static_cast<int>(cpus.size());

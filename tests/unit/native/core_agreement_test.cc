@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "algorithms/shm/shm_collectives.hpp"
-#include "support/cpus.hpp"
+#include "lib/base/cpus.hpp"
 #include "support/thread_oob.hpp"
 #include "transports/shm/segment.hpp"
 
@@ -62,7 +62,7 @@ std::vector<Agreed> agree(const std::vector<std::vector<int>>& cpus, ShmMode mod
 }  // namespace
 
 TEST_CASE("local ranks agree on sharing cores from the union of their affinity masks") {
-  const std::vector<int> cpus = weft::testing::allowedCpus();
+  const std::vector<int> cpus = weft::allowedCpus();
   if (cpus.size() < 2) {
     WARN("SKIPPED: this process may run on " << cpus.size() << " CPU(s); the test needs 2");
     return;
