@@ -221,9 +221,10 @@ void runToCompletion(std::span<Execution* const> executions) {
       backoff.reset();
       continue;
     }
-    // After a short spin, one execution (the usual case) sleeps on its transport until data
-    // arrives; bounded so that deadlines, aborts and lost peers are still noticed. Several
-    // executions may sit on different transports and fall back to yielding and napping.
+    // After 1 ms of polling (Backoff::spinning), one execution (the usual case) sleeps on its
+    // transport until data arrives; bounded so that deadlines, aborts and lost peers are still
+    // noticed. Several executions may sit on different transports and fall back to yielding and
+    // napping.
     if (!backoff.spinning() && executions.size() == 1 &&
         executions.front()->waitForActivity(kMaxSleepUs))
       continue;
