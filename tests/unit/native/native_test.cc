@@ -1,6 +1,7 @@
 // The native shared-memory collectives with ranks as threads (weftCommInitAll): every
 // collective, datatype and operator for 1..8 ranks, in place and out of place, at counts {0, 1,
-// 2, 7, 1023, 12289, 65537}, buffers at aligned and odd element offsets, against tests/support.
+// 2, 7, 1023, 12289, 65537} (see kFullBlocksUpTo), buffers at aligned and odd element offsets,
+// against tests/support.
 // ctest runs this program once per WEFT_SHM_MODE (auto: ranks read each other's buffers in
 // place; staged; cma), once with buffers from weftMemAlloc, and once with WEFT_SHM_DISABLE=1:
 // the same sweep over schedules and the UCX transport (1..5 ranks, WEFT_TEST_QUICK).
@@ -25,6 +26,18 @@ namespace {
 const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 12289, 65537};
 constexpr uint64_t kMaxCount = 65537;
 
+// Where every rank's buffer holds n blocks (reduce-scatter's input, allgather's output, both of
+// alltoall's, the root's in gather and scatter), a case of 65537-element blocks moves and
+// builds n^2 x 65537 elements: above kFullBlocksUpTo ranks the largest block is 12289.
+constexpr int kFullBlocksUpTo = 5;
+
+uint64_t largestCount(Collective coll, int n) {
+  const bool blocks = coll == Collective::ReduceScatter || coll == Collective::AllGather ||
+                      coll == Collective::AlltoAll || coll == Collective::Gather ||
+                      coll == Collective::Scatter;
+  return blocks && n > kFullBlocksUpTo ? 12289 : kMaxCount;
+}
+
 bool sharedBuffers() {
   const char* v = std::getenv("WEFT_TEST_MEMALLOC");
   return v && std::string(v) == "1";
@@ -34,11 +47,12 @@ bool sharedBuffers() {
 std::vector<std::string> sweep(Collective coll, int n) {
   ThreadComms comms(n);
   std::vector<std::vector<std::string>> failures(n);
+  const uint64_t maxCount = largestCount(coll, n);
   for (weftDataType_t type : kAllTypes)
     for (int op : kAllOps) {
       if (!reduces(coll) && op != weftSum) continue;
       CaseShape shape{coll, n, n > 2 ? n - 2 : 0, 0, type, op};
-      const CaseInputs inputs(shape, kMaxCount);
+      const CaseInputs inputs(shape, maxCount);
       onEveryRank(n, [&](int r) {
         RankBuffers buffers(sharedBuffers());
         weftRedOp_t redop = static_cast<weftRedOp_t>(op);
@@ -47,6 +61,7 @@ std::vector<std::string> sweep(Collective coll, int n) {
         bool shift = false;
         for (uint64_t count : kCounts)
           for (bool inPlace : {false, true}) {
+            if (count > maxCount) continue;
             mine.count = count;
             buffers.prepare(mine, r, inPlace, inputs, shift = !shift);
             const weftResult_t result = issue(mine, buffers, redop, comms[r], nullptr);
