@@ -2,7 +2,8 @@
 // pretend to live on several hosts (Comm::setHostOfRank): even and uneven hosts, hosts of one
 // rank, ranks of a host not contiguous, a host with more ranks than the others; counts below
 // and above the number of shards x hosts; in and out of place; one datatype per element size
-// and every operator, against tests/support/reference.
+// and every operator, against tests/support/reference. WEFT_TEST_QUICK caps the counts at 5003
+// (support/quick.hpp).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "support/collective_case.hpp"
+#include "support/quick.hpp"
 #include "unit/collectives/loopback_world.hpp"
 
 using namespace weft;
@@ -68,10 +70,10 @@ void sweepLayouts(Collective coll) {
           // Every root where there is one.
           for (int root = 0; root < (coll == Collective::Broadcast ? n : 1); ++root) {
             CaseShape shape{coll, n, root, 0, type, op};
-            const CaseInputs inputs(shape, 65537);
+            const CaseInputs inputs(shape, sweepCount(65537));
             for (uint64_t count : kCounts)
               for (bool inPlace : {false, true}) {
-                shape.count = count;
+                shape.count = sweepCount(count);
                 const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
                 if (bad.rank >= 0)
                   FAIL("hosts " << describe(hosts) << " channels " << channels << " rank "
