@@ -70,6 +70,16 @@ bool Root::waitForJoined(int count, Deadline deadline) const {
   return static_cast<int>(state_->joined.size()) >= count;
 }
 
+bool Root::waitFinished(Deadline deadline) const {
+  std::unique_lock lock(state_->mutex);
+  auto done = [&] { return !state_->running; };
+  if (deadline.at() == Clock::time_point::max())
+    state_->changed.wait(lock, done);
+  else
+    state_->changed.wait_until(lock, deadline.at(), done);
+  return !state_->running;
+}
+
 void Root::detach() {
   if (thread_.joinable()) thread_.detach();
 }

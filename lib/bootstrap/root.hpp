@@ -61,6 +61,8 @@ class Root {
   // Waits until at least `count` ranks have joined the round now forming; false at the deadline
   // or when the root has finished.
   bool waitForJoined(int count, Deadline deadline) const;
+  // Waits until the thread has finished; false at the deadline.
+  bool waitFinished(Deadline deadline) const;
 
   // Lets the thread run on its own until its rounds or lifetime end; this object may then be
   // destroyed (weftGetUniqueId returns while the root serves its one round).
