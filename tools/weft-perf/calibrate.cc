@@ -111,17 +111,39 @@ MachineParams existing(const std::string& path) {
   return loadTuneFile(path);
 }
 
+std::string temporaryBeside(const std::string& path) {
+  return path + ".tmp";
+}
+
+void cannotWrite(const Options& o) {
+  fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
+             std::strerror(errno));
+}
+
+// Whether save() will be able to create its temporary (checked before measuring, which takes a
+// minute or more); a message when not.
+bool canSave(const Options& o) {
+  const std::string tmp = temporaryBeside(o.calibratePath);
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    cannotWrite(o);
+    return false;
+  }
+  std::fclose(f);
+  std::remove(tmp.c_str());
+  return true;
+}
+
 // Rank 0 replaces the file atomically (a temporary beside it, then rename). Returns the exit
 // status: 1 after a message when it cannot.
 int save(const Options& o, const MachineParams& params) {
   const std::string text = formatTuneFile(params);
-  const std::string tmp = o.calibratePath + ".tmp";
+  const std::string tmp = temporaryBeside(o.calibratePath);
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (f != nullptr) ok = std::fclose(f) == 0 && ok;
   if (!ok || std::rename(tmp.c_str(), o.calibratePath.c_str()) != 0) {
-    fmt::print(stderr, "weft-perf: --calibrate {}: cannot write it: {}\n", o.calibratePath,
-               std::strerror(errno));
+    cannotWrite(o);
     std::remove(tmp.c_str());
     return 1;
   }
@@ -170,12 +192,14 @@ int calibrateOversubscribed(const Options& o, const RankSetup& s, MachineParams&
 int runCalibration(const Options& o, const RankSetup& s) {
   const LinkClass link = linkClass(o);
   const bool rank0 = s.rank == 0;
-  // Rank 0 reads the file first, so that a bad one stops the run before minutes of measuring.
+  // Rank 0 reads the file and checks that it can write it first, so that a bad or unwritable
+  // one stops the run before minutes of measuring.
   MachineParams params;
   int failed = 0;
   if (rank0) {
     try {
       params = existing(o.calibratePath);
+      if (!canSave(o)) failed = 1;
     } catch (const std::exception& e) {
       fmt::print(stderr, "weft-perf: --calibrate {}: {}\n", o.calibratePath, e.what());
       failed = 1;

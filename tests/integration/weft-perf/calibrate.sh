@@ -55,13 +55,14 @@ fi
 grep -q "bad.txt" "$work/bad.log" || fail "the error does not name the file: $(cat "$work/bad.log")"
 [[ $(cat "$work/bad.txt") == "not a tuning file" ]] || fail "the bad file was overwritten"
 
-# A file that cannot be written: exit status 1 and a message naming it.
+# A file that cannot be written: exit status 1 and a message naming it, before measuring.
 status=0
 "$bin/weftrun" -n 2 --timeout 240 "$bin/weft-perf" --calibrate "$work/missing/dir/t.txt" \
   > "$work/unwritable.log" 2>&1 || status=$?
 [[ $status != 0 ]] || fail "writing into a missing folder succeeded"
 grep -q "missing/dir/t.txt: cannot write it" "$work/unwritable.log" ||
   fail "no message for an unwritable file: $(cat "$work/unwritable.log")"
+! grep -q "^# host:" "$work/unwritable.log" || fail "it measured before finding the file unwritable"
 
 # Threads of one process are not what the model describes: a launcher is required.
 status=0
