@@ -228,7 +228,8 @@ int runCalibration(const Options& o, const RankSetup& s) {
   std::vector<SizeSample> large;
   for (uint64_t bytes : kLargeSizes)
     if (link != LinkClass::Net || bytes <= kLargestNetBytes)
-      large.push_back({static_cast<double>(bytes), ringExchange(s, bytes, 1, exchangeIters(bytes))});
+      large.push_back(
+          {static_cast<double>(bytes), ringExchange(s, bytes, 1, exchangeIters(bytes))});
   const LinkFit fit = fitLink(one, burst, kBurstMessages, large);
   LinkParams& measured = link == LinkClass::Shm   ? params.shm
                          : link == LinkClass::Ucx ? params.ucx

@@ -1,7 +1,8 @@
 // Every collective, datatype and operator, in place and out of place, at counts {0, 1, 2, 7,
-// 1023, 65537} (see kFullBlocksUpTo), one rank per process under weftrun, over the real transport; plus rings of
-// sends and receives in a group, a second communicator used alongside the first, and
-// operations on a host stream. Exits non-zero, naming every failure, if anything is wrong.
+// 1023, 65537} (see kFullBlocksUpTo), one rank per process under weftrun, over the real
+// transport; plus rings of sends and receives in a group, a second communicator used alongside
+// the first, and operations on a host stream. Exits non-zero, naming every failure, if anything
+// is wrong.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
