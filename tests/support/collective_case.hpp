@@ -31,6 +31,14 @@ inline bool reduces(Collective c) {
   return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
 }
 
+// Whether some rank's buffer holds n blocks of `count` elements (reduce-scatter's input,
+// allgather's output, both of alltoall's, the root's in gather and scatter): a case then moves
+// and checks n^2 x count elements, which the sweeps bound on many ranks.
+inline bool holdsBlocks(Collective c) {
+  return c == Collective::ReduceScatter || c == Collective::AllGather ||
+         c == Collective::AlltoAll || c == Collective::Gather || c == Collective::Scatter;
+}
+
 // Elements of rank r's send and receive buffers.
 inline uint64_t sendCount(const CaseShape& s, int r) {
   const uint64_t c = s.count, n = s.nranks;

@@ -21,18 +21,14 @@ namespace {
 const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 65537};
 constexpr uint64_t kMaxCount = 65537;
 
-// Where every rank's buffer holds n blocks (reduce-scatter's input, allgather's output, both of
-// alltoall's, the root's in gather and scatter), every process builds and checks n^2 x 65537
+// Where buffers hold n blocks (holdsBlocks), every process builds and checks n^2 x 65537
 // elements per case: above kFullBlocksUpTo processes the largest block is 16411 elements (still
 // more than two 8 KiB chunks of every datatype).
 constexpr int kFullBlocksUpTo = 5;
 constexpr uint64_t kLargestBlockAbove = 16411;
 
 uint64_t largestCount(Collective coll, int n) {
-  const bool blocks = coll == Collective::ReduceScatter || coll == Collective::AllGather ||
-                      coll == Collective::AlltoAll || coll == Collective::Gather ||
-                      coll == Collective::Scatter;
-  return blocks && n > kFullBlocksUpTo ? kLargestBlockAbove : kMaxCount;
+  return holdsBlocks(coll) && n > kFullBlocksUpTo ? kLargestBlockAbove : kMaxCount;
 }
 
 int failures = 0;

@@ -1,13 +1,13 @@
 // Every collective through the real launch path over loopback communicators: every rank count
 // 1..17, counts {0, 1, 2, 7, 1023, 65537} (with 4 KiB pipeline chunks, so the large counts span
-// many), every operator, in place and out of place, against tests/support/reference; every
-// datatype up to 9 ranks, one per element size above (see kOnePerSize).
+// many; see kFullBlocksUpTo), every operator, in place and out of place, against
+// tests/support/reference; every datatype up to 9 ranks, one per element size above (see
+// kOnePerSize).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <iterator>
-#include <span>
 #include <vector>
 
 #include "algorithms/reduce/datatype.hpp"
@@ -33,18 +33,14 @@ constexpr uint64_t kChunkBytes = 4096;
 constexpr weftDataType_t kOnePerSize[] = {weftFloat8e4m3, weftFloat16, weftFloat32, weftFloat64};
 constexpr int kAllTypesUpTo = 9;
 
-// Where every rank's buffer holds n blocks (reduce-scatter's input, allgather's output, both of
-// alltoall's, the root's in gather and scatter), a block of 65537 elements makes a case move
-// n^2 x 65537 elements, which above kFullBlocksUpTo ranks is most of this sweep's time: there
-// the largest block is 16411 elements (still 4 or more 4 KiB chunks of every datatype).
+// Where buffers hold n blocks (holdsBlocks), blocks of 65537 elements above kFullBlocksUpTo
+// ranks are most of this sweep's time: there the largest block is 16411 elements (still 4 or
+// more 4 KiB chunks of every datatype).
 constexpr int kFullBlocksUpTo = 5;
 constexpr uint64_t kLargestBlockAbove = 16411;
 
 uint64_t caseCount(Collective coll, int n, uint64_t count) {
-  const bool blocks = coll == Collective::ReduceScatter || coll == Collective::AllGather ||
-                      coll == Collective::AlltoAll || coll == Collective::Gather ||
-                      coll == Collective::Scatter;
-  if (blocks && n > kFullBlocksUpTo) count = std::min(count, kLargestBlockAbove);
+  if (holdsBlocks(coll) && n > kFullBlocksUpTo) count = std::min(count, kLargestBlockAbove);
   return sweepCount(count);
 }
 

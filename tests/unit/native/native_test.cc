@@ -26,16 +26,12 @@ namespace {
 const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 12289, 65537};
 constexpr uint64_t kMaxCount = 65537;
 
-// Where every rank's buffer holds n blocks (reduce-scatter's input, allgather's output, both of
-// alltoall's, the root's in gather and scatter), a case of 65537-element blocks moves and
-// builds n^2 x 65537 elements: above kFullBlocksUpTo ranks the largest block is 12289.
+// Where buffers hold n blocks (holdsBlocks), the largest block above kFullBlocksUpTo ranks is
+// 12289 elements, not 65537.
 constexpr int kFullBlocksUpTo = 5;
 
 uint64_t largestCount(Collective coll, int n) {
-  const bool blocks = coll == Collective::ReduceScatter || coll == Collective::AllGather ||
-                      coll == Collective::AlltoAll || coll == Collective::Gather ||
-                      coll == Collective::Scatter;
-  return blocks && n > kFullBlocksUpTo ? 12289 : kMaxCount;
+  return holdsBlocks(coll) && n > kFullBlocksUpTo ? 12289 : kMaxCount;
 }
 
 bool sharedBuffers() {
