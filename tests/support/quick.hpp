@@ -1,8 +1,9 @@
 // WEFT_TEST_QUICK=1 (the sanitizer builds of scripts/sanitizers.sh): the large test sweeps run
 // a representative subset instead of everything, so that instrumented builds finish in CI's
 // time: rank counts 1 to 5 (one, primes, a power of two, a non-power of two), and on the
-// loopback transport a largest count of 5003 elements instead of 65537 (still more than one
-// 4096-byte chunk of every datatype).
+// loopback transport and in the mp sweep between processes a largest count of 5003 elements
+// instead of 65537 (still more than one 4096-byte chunk of every datatype; the native sweep on
+// thread ranks keeps 65537).
 #pragma once
 
 #include <algorithm>
