@@ -59,25 +59,33 @@ std::vector<JoinedRank> Root::joined() const {
   return state_->joined;
 }
 
-bool Root::waitForJoined(int count, Deadline deadline) const {
-  std::unique_lock lock(state_->mutex);
-  auto done = [&] { return !state_->running || static_cast<int>(state_->joined.size()) >= count; };
+namespace {
+
+// Waits under the state's lock until `done` holds or the deadline; returns `done`'s value.
+template <typename Done>
+bool waitUntil(RootState& state, Deadline deadline, const Done& done) {
+  std::unique_lock lock(state.mutex);
   // wait_until(time_point::max()) overflows in some standard libraries: wait without a limit.
   if (deadline.at() == Clock::time_point::max())
-    state_->changed.wait(lock, done);
+    state.changed.wait(lock, done);
   else
-    state_->changed.wait_until(lock, deadline.at(), done);
-  return static_cast<int>(state_->joined.size()) >= count;
+    state.changed.wait_until(lock, deadline.at(), done);
+  return done();
+}
+
+}  // namespace
+
+bool Root::waitForJoined(int count, Deadline deadline) const {
+  bool joined = false;
+  waitUntil(*state_, deadline, [&] {
+    joined = static_cast<int>(state_->joined.size()) >= count;
+    return joined || !state_->running;
+  });
+  return joined;
 }
 
 bool Root::waitFinished(Deadline deadline) const {
-  std::unique_lock lock(state_->mutex);
-  auto done = [&] { return !state_->running; };
-  if (deadline.at() == Clock::time_point::max())
-    state_->changed.wait(lock, done);
-  else
-    state_->changed.wait_until(lock, deadline.at(), done);
-  return !state_->running;
+  return waitUntil(*state_, deadline, [&] { return !state_->running; });
 }
 
 void Root::detach() {
