@@ -1,6 +1,7 @@
 // The Transport interface: tagged, nonblocking, pairwise byte movement between the ranks of one
-// communicator. The executor (algorithms/executor) is its only user; loopback (unit tests), ucx
-// (between processes and hosts) and, later, shm implement it.
+// communicator. The executor (algorithms/executor) is its only user; loopback (unit tests), shm
+// (ranks of one host), ucx (between processes and hosts) and routed (a transport per peer)
+// implement it.
 //
 // Contract
 // - Tags are kTagBits wide. A receive matches the send from `peer` with the same tag; every
@@ -14,6 +15,9 @@
 //   and the executor calls it before it ends an operation.
 // - One thread at a time calls a transport's methods (the communicator serialises its users).
 #pragma once
+
+#include <poll.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstddef>
@@ -36,6 +40,7 @@ struct Request {
   size_t bytes = 0;         // bytes received (receives) once Done
   std::string error;        // why it failed, once Failed
   void* handle = nullptr;   // the transport's own bookkeeping
+  int peer = -1;            // set by a routed transport (transports/routed) to find it again
 
   bool finished() const { return state.load(std::memory_order_acquire) >= kDone; }
 };
@@ -57,10 +62,33 @@ class Transport {
   // yields or naps instead). An executor that made no progress calls it so that ranks that
   // outnumber the cores sleep until their data arrives and the kernel wakes them, instead of
   // spinning or yielding and taking turns on the core with the rank that has work to do.
+  // Polls the descriptor armWake() gives.
   virtual bool waitForActivity(int64_t maxUs) {
-    (void)maxUs;
-    return false;
+    const int fd = armWake();
+    if (fd == kCannotWake) return false;
+    if (fd == kWakeNow) return true;
+    pollfd poll{fd, POLLIN, 0};
+    const timespec limit{static_cast<time_t>(maxUs / 1000000),
+                         static_cast<long>(maxUs % 1000000) * 1000};
+    ppoll(&poll, 1, &limit, nullptr);  // EINTR or timeout: the caller progresses and decides
+    disarmWake();
+    return true;
   }
+
+  // A sleep in two halves, so that a caller can sleep on several transports at once
+  // (transports/routed). armWake() prepares it and returns a file descriptor that becomes
+  // readable (POLLIN) when this transport has news; the caller polls it, then calls
+  // disarmWake() once. It returns kWakeNow instead when news are already there (progress
+  // again, do not sleep) and kCannotWake when this transport cannot wake a sleeper; both leave
+  // nothing to disarm.
+  static constexpr int kCannotWake = -1;
+  static constexpr int kWakeNow = -2;
+  virtual int armWake() { return kCannotWake; }
+  virtual void disarmWake() {}
+
+  // Whether a request posted here has not finished yet. A transport that does not track it says
+  // true. A routed transport (transports/routed) arms only its transports that are busy.
+  virtual bool busy() const { return true; }
 
   // Hands over what this rank still owes its peers for requests that completed here, and says
   // whether anything is left (true: nothing). A request can complete before the transport has

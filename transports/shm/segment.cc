@@ -16,7 +16,7 @@ namespace weft {
 namespace {
 
 constexpr uint64_t kMagic = 0x746d67657366'6577ull;  // "wefsegmt"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: RankControl::asleep
 
 struct Header {
   uint64_t magic;
@@ -126,7 +126,7 @@ std::unique_ptr<ShmSegment> ShmSegment::create(OutOfBand& oob, const LocalGroup&
   }
   WEFT_INFO(kSubsysShm, "rank {}: shared-memory segment {} ({} bytes, {} local ranks, slots of {})",
             oob.rank(), name, g.totalBytes, g.nlocal, g.slotBytes);
-  return std::unique_ptr<ShmSegment>(new ShmSegment(base, g));
+  return std::unique_ptr<ShmSegment>(new ShmSegment(base, g, name));
 }
 
 ShmSegment::~ShmSegment() { munmap(base_, geometry_.totalBytes); }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/base/deadline.hpp"
@@ -43,6 +44,9 @@ struct RankControl {
   // The CPU this rank ran its latest native collective on (sched_getcpu). A waiter on that same
   // CPU knows the rank cannot be running: it yields instead of spinning (transports/shm/flag.hpp).
   alignas(64) std::atomic<int32_t> cpu;
+  // Non-zero while this rank sleeps in the shm transport's waitForActivity and wants a doorbell
+  // when a peer publishes anything to it (transports/shm/README.md, "Sleeping").
+  alignas(64) std::atomic<uint32_t> asleep;
 };
 
 struct SegmentGeometry {
@@ -67,6 +71,8 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
 
   const SegmentGeometry& geometry() const { return geometry_; }
+  // "/weft-<baseName>-<leader rank>": unique on this host while the communicator lives.
+  const std::string& name() const { return name_; }
   RankControl& control(int local) const;
   // Flags shared by all local ranks (not owned by one), index < kHostFlags.
   static constexpr int kHostFlags = 8;
@@ -75,9 +81,11 @@ class ShmSegment {
   uint8_t* mailbox(int from, int to) const;
 
  private:
-  ShmSegment(uint8_t* base, SegmentGeometry geometry) : base_(base), geometry_(geometry) {}
+  ShmSegment(uint8_t* base, SegmentGeometry geometry, std::string name)
+      : base_(base), geometry_(geometry), name_(std::move(name)) {}
   uint8_t* base_;
   SegmentGeometry geometry_;
+  std::string name_;
 };
 
 // Slot size for `nlocal` ranks: chunks of every rank together stay within this core's L2 cache

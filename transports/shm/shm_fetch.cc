@@ -36,6 +36,7 @@ bool ShmTransport::finishTicket(Peer& p, Op* op, TicketState outcome) {
     return false;
   }
   p.in.control->acks.publish(++p.acksSent);
+  ring(p);
   return true;
 }
 
@@ -89,6 +90,7 @@ void ShmTransport::fetchDirect(Peer& p, Op* op, size_t& budget) {
   word.store(ticketWord(gen, last ? kTicketTaken : kTicketAnnounced), std::memory_order_release);
   if (last) {
     p.in.control->acks.publish(++p.acksSent);
+    ring(p);
     p.fetching.remove(op);
     complete(op, Request::kDone);
   }
@@ -137,6 +139,7 @@ bool ShmTransport::fetchPull(Peer& p, Op* op) {
     const PullRequest request{op->srcTicket, op->srcGeneration};
     std::memcpy(p.in.control->pull.payload, &request, sizeof request);
     p.in.control->pull.publish(++p.pullsSent);
+    ring(p);
     p.pulling = true;
     op->fetched = 0;
     moved = true;
@@ -152,6 +155,7 @@ bool ShmTransport::fetchPull(Peer& p, Op* op) {
     p.dataTail += static_cast<uint32_t>(n);
     available -= static_cast<uint32_t>(n);
     p.in.control->dataTail.publish(p.dataTail);
+    ring(p);
     moved = true;
   }
   if (op->fetched == op->bytes) {

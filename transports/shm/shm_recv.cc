@@ -73,6 +73,7 @@ bool ShmTransport::drainRecords(Peer& p) {
     p.recordTail += h.recordBytes;
   }
   p.in.control->recordTail.publish(p.recordTail);
+  ring(p);
   return true;
 }
 

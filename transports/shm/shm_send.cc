@@ -24,6 +24,7 @@ void ShmTransport::postSend(int peer, uint64_t tag, const void* buf, size_t byte
   if (!large && p.queued.empty()) {  // the common case: no bookkeeping at all
     const RecordHeader h{recordBytesFor(bytes), kRecordEager, tag, bytes, 0, 0, 0};
     if (writeRecord(p.out, p.recordHead, p.recordTailSeen, h, buf)) {
+      ring(p);
       req->bytes = bytes;
       req->state.store(Request::kDone, std::memory_order_release);
       return;
@@ -57,6 +58,7 @@ bool ShmTransport::tryStart(Peer& p, Op* op) {
   if (!op->large) {
     const RecordHeader h{recordBytesFor(op->bytes), kRecordEager, op->tag, op->bytes, 0, 0, 0};
     if (!writeRecord(p.out, p.recordHead, p.recordTailSeen, h, op->src)) return false;
+    ring(p);
     p.queued.remove(op);
     --p.sendsPending;
     complete(op, Request::kDone);
@@ -75,6 +77,7 @@ bool ShmTransport::tryStart(Peer& p, Op* op) {
     op->generation = 0;  // not announced
     return false;
   }
+  ring(p);
   p.queued.remove(op);
   p.announced.pushBack(op);
   return true;
@@ -148,6 +151,7 @@ bool ShmTransport::stream(Peer& p) {
     p.dataHead += static_cast<uint32_t>(n);
     budget -= n;
     p.out.control->dataHead.publish(p.dataHead);
+    ring(p);
     moved = true;
   }
   if (op->streamed == op->bytes) p.streaming = nullptr;  // completes on its ack
@@ -206,6 +210,7 @@ void ShmTransport::cancelSend(Op* op) {
   complete(op, Request::kCancelled,
            cancelled + fmt::format("; the pair with rank {} is broken", p.rank));
   p.out.control->broken.publish(1);
+  ring(p);
   failPeer(p, fmt::format("the pair with rank {} is broken: a send to it was cancelled before "
                           "its data was taken",
                           p.rank));

@@ -2,9 +2,13 @@
 // the shm transport.
 #include "transports/shm/shm_transport.hpp"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <thread>
 
 #include "lib/base/error.hpp"
@@ -98,10 +102,81 @@ ShmTransport::ShmTransport(ShmSegment& segment, const LocalGroup& group,
             "bytes, data ring {} bytes",
             options_.label, rank_, n, shmCopyName(options.copy), layout_.eagerLimit,
             layout_.recordsBytes, layout_.dataBytes);
+  openDoorbell();
 }
 
 ShmTransport::~ShmTransport() {
   shutDown(Deadline::afterMs(0));
+  if (doorbell_ >= 0) ::close(doorbell_);
+}
+
+namespace {
+
+// Where local rank `local` of the segment named `segment` takes doorbells: "weft-doorbell" and
+// the segment's name and the rank, in the abstract namespace (nothing in the file system; the
+// name goes with the socket, whatever ends the process). The ranks of a host share a network
+// namespace, whose abstract names they all see.
+socklen_t doorbellAddress(const std::string& segment, int local, sockaddr_un* address) {
+  *address = sockaddr_un{};
+  address->sun_family = AF_UNIX;
+  const std::string name = fmt::format("weft-doorbell{}-{}", segment, local);
+  const size_t bytes = std::min(name.size(), sizeof address->sun_path - 1);
+  std::memcpy(address->sun_path + 1, name.data(), bytes);  // sun_path[0] = 0: abstract
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + bytes);
+}
+
+}  // namespace
+
+void ShmTransport::openDoorbell() {
+  for (Peer& p : peers_) p.doorbellBytes = doorbellAddress(segment_.name(), p.local, &p.doorbell);
+  const Peer& me = peers_[static_cast<size_t>(me_)];
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&me.doorbell), me.doorbellBytes) == 0) {
+    doorbell_ = fd;
+    return;
+  }
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  WEFT_INFO(kSubsysShm,
+            "shm[{}] rank {}: no doorbell socket ({}): idle waits yield and nap instead of "
+            "sleeping until a peer publishes",
+            options_.label, rank_, std::strerror(error));
+}
+
+// The sleeper says so, then looks at everything once more; a peer publishes, then looks at the
+// flag (ring). Both with sequentially consistent fences between their store and their load
+// (Dekker's protocol), so either the sleeper's progress sees the peer's news or the peer sees
+// the flag and rings: no wake-up is lost. The flag is cleared by whoever rings (one doorbell
+// per sleep) or by the sleeper when it wakes.
+int ShmTransport::armWake() {
+  if (doorbell_ < 0 || closed_) return kCannotWake;
+  std::atomic<uint32_t>& asleep = segment_.control(me_).asleep;
+  asleep.store(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (progress()) {
+    asleep.store(0, std::memory_order_relaxed);
+    return kWakeNow;
+  }
+  return doorbell_;
+}
+
+void ShmTransport::disarmWake() {
+  segment_.control(me_).asleep.store(0, std::memory_order_relaxed);
+  // Doorbells rung for this sleep, or late for an earlier one: at most a spurious wake-up.
+  char sink[16];
+  while (::recv(doorbell_, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+  }
+}
+
+void ShmTransport::ring(const Peer& p) {
+  if (doorbell_ < 0 || p.local == me_) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic<uint32_t>& asleep = segment_.control(p.local).asleep;
+  if (asleep.load(std::memory_order_relaxed) == 0 || asleep.exchange(0) == 0) return;
+  // A full socket already holds a doorbell; any other failure leaves the sleeper its bound.
+  const char bell = 1;
+  ::sendto(doorbell_, &bell, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+           reinterpret_cast<const sockaddr*>(&p.doorbell), p.doorbellBytes);
 }
 
 Peer& ShmTransport::peerOf(int rank, uint64_t tag, Request* req, const char* what) {
@@ -294,6 +369,7 @@ void ShmTransport::shutDown(Deadline deadline) noexcept {
         const std::string why = fmt::format(
             "the shm transport was closed before rank {} took the data (pair broken)", p.rank);
         p.out.control->broken.publish(1);
+        ring(p);
         failPeer(p, why);
       }
       auto cancelled = [&](Op* op) {

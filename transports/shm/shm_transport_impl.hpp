@@ -4,7 +4,9 @@
 // Nothing outside transports/shm includes this.
 #pragma once
 
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <array>
 #include <cstdint>
@@ -84,6 +86,8 @@ struct Peer {
   int local = -1;
   pid_t pid = 0;
   bool sameProcess = false;
+  sockaddr_un doorbell{};  // its doorbell socket's (abstract) address
+  socklen_t doorbellBytes = 0;
   Mailbox out;  // mailbox(me, peer): this rank sends
   Mailbox in;   // mailbox(peer, me): this rank receives
   // Sender side.
@@ -130,6 +134,12 @@ class ShmTransport final : public Transport {
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline); }
   std::string lostPeer() const override { return lost_; }
+  // Every op in use belongs to a request not finished yet, or to a cancelled receive whose
+  // stream is still being drained.
+  bool busy() const override { return freeOps_.size() != opStore_.size(); }
+  // Sleeping on the doorbell socket (README.md, "Sleeping").
+  int armWake() override;
+  void disarmWake() override;
 
  private:
   // shm_transport.cc: bookkeeping, failures, teardown.
@@ -143,6 +153,10 @@ class ShmTransport final : public Transport {
   Unexpected* newUnexpected();
   void releaseUnexpected(Unexpected* u);
   void checkPeers();
+  // Binds this rank's doorbell socket; without one (said at INFO) armWake cannot wake.
+  void openDoorbell();
+  // After this rank published anything to p: wakes p if it sleeps in waitForActivity.
+  void ring(const Peer& p);
   // Fails every pending request involving p, and every later one, with `why`. Records already
   // published are delivered first (unless the ring itself is what failed): eager messages that
   // arrived stay receivable.
@@ -197,7 +211,8 @@ class ShmTransport final : public Transport {
   std::string lost_;  // the first peer whose process exited, for lostPeer()
   uint32_t progressCalls_ = 0;
   Clock::time_point nextCheck_{};
-  bool cmaRefused_ = false;  // kAuto only: the kernel refused CMA once; pull from now on
+  bool cmaRefused_ = false;
+  int doorbell_ = -1;  // this rank's doorbell: an abstract datagram socket; -1: none  // kAuto only: the kernel refused CMA once; pull from now on
   bool closed_ = false;
 };
 

@@ -1,8 +1,5 @@
 // Posting, completing and cancelling requests: the hot path. Nothing here allocates except
 // error messages, and nothing logs above TRACE.
-#include <poll.h>
-#include <time.h>
-
 #include <thread>
 
 #include "lib/base/error.hpp"
@@ -86,6 +83,7 @@ void UcxTransport::track(PendingOp* op, const OpDesc& d, Request* req) {
   if (p.pending != nullptr) p.pending->prev = op;
   p.pending = op;
   ++p.pendingCount;
+  ++pendingOps_;
   req->handle = op;
 }
 
@@ -98,6 +96,7 @@ void UcxTransport::unlink(PendingOp* op) {
   if (op->next != nullptr) op->next->prev = op->prev;
   op->prev = op->next = nullptr;
   --p.pendingCount;
+  --pendingOps_;
 }
 
 // UCX on this rank may owe the peer a message after the request completes (flush()). Only
@@ -233,17 +232,13 @@ bool UcxTransport::flush() {
   return flushing_.empty();
 }
 
-bool UcxTransport::waitForActivity(int64_t maxUs) {
-  if (eventFd_ < 0 || closed_) return false;
+int UcxTransport::armWake() {
+  if (eventFd_ < 0 || closed_) return kCannotWake;
   // arm() says BUSY when events are already pending: progress again rather than sleep.
   const ucs_status_t status = ucp_worker_arm(worker_);
-  if (status == UCS_ERR_BUSY) return true;
-  if (status != UCS_OK) return false;
-  pollfd fd{eventFd_, POLLIN, 0};
-  const timespec limit{static_cast<time_t>(maxUs / 1000000),
-                       static_cast<long>(maxUs % 1000000) * 1000};
-  ppoll(&fd, 1, &limit, nullptr);  // EINTR or timeout: the caller progresses and decides
-  return true;
+  if (status == UCS_ERR_BUSY) return kWakeNow;
+  if (status != UCS_OK) return kCannotWake;
+  return eventFd_;
 }
 
 void UcxTransport::cancel(Request* req) {

@@ -115,7 +115,8 @@ class UcxTransport final : public Transport {
   void postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) override;
   void postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) override;
   bool progress() override;
-  bool waitForActivity(int64_t maxUs) override;
+  int armWake() override;  // the worker's event fd; disarming needs nothing
+  bool busy() const override { return pendingOps_ > 0; }
   bool flush() override;
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline, /*force=*/false); }
@@ -149,7 +150,7 @@ class UcxTransport final : public Transport {
   int nranks_ = 0;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  int eventFd_ = -1;  // the worker's wake-up fd (UCP_FEATURE_WAKEUP); -1: waitForActivity can't
+  int eventFd_ = -1;  // the worker's wake-up fd (UCP_FEATURE_WAKEUP); -1: armWake can't
   std::unique_ptr<Peer[]> peers_;
   ProcessWatch watch_;
   std::vector<int> failedQueue_;  // reserved for every peer: marking a failure never allocates
@@ -158,6 +159,7 @@ class UcxTransport final : public Transport {
   std::string lost_;              // the first peer that failed, for lostPeer()
   std::vector<int> exited_;
   int drainingPeers_ = 0;
+  size_t pendingOps_ = 0;  // requests in UCX, every peer's pendingCount together
   uint32_t progressCalls_ = 0;
   Clock::time_point nextWatch_{};
   bool closing_ = false;

@@ -79,6 +79,21 @@ TEST_CASE("two rank processes ping-pong 0 B to 16 MiB intact by CMA and through 
   }
 }
 
+TEST_CASE("rank processes that sleep in waitForActivity are woken by their peer's doorbell") {
+  for (ShmCopy copy : {ShmCopy::kCma, ShmCopy::kMailbox}) {
+    DYNAMIC_SECTION("copy " << shmCopyName(copy)) {
+      const std::string name = uniqueSegmentName();
+      auto outcomes = runProcesses(2, [&](int rank, ProcessOob& oob) {
+        ShmRank r = makeShmRank(oob, name, copy, /*threads=*/false);
+        sleepingPingPong(r.t(), rank, [&oob] { return oob.othersFailed(); });
+        barrierAndClose(r.t(), oob);
+      });
+      INFO(joinErrors(outcomes));
+      CHECK(joinErrors(outcomes).empty());
+    }
+  }
+}
+
 TEST_CASE("four rank processes exchange all-to-all, self included") {
   const int n = 4;
   for (ShmCopy copy : {ShmCopy::kAuto, ShmCopy::kMailbox}) {

@@ -147,6 +147,43 @@ inline void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
 }
 
+// A ping-pong of 8 B (eager) and 1 MiB (large) messages in which a rank with nothing to do
+// sleeps in waitForActivity with a limit far past the test's deadline: only the doorbell of
+// the peer that publishes lets it finish before the deadline check fails it. Wakes for
+// messages, acks of large sends and, with ShmCopy::kMailbox, pull requests and streamed data.
+inline void sleepingPingPong(Transport& t, int rank, const std::function<bool()>& stop) {
+  const Deadline deadline = testDeadline();
+  auto sleepUntil = [&](Request* req, const char* what) {
+    for (;;) {
+      if (req->finished()) return;
+      if (t.progress()) continue;
+      expect(t.waitForActivity(kTestTimeoutMs * 1000), "shm cannot wait for activity");
+      if (deadline.expired()) throw std::runtime_error(fmt::format("{}: not woken", what));
+      if (stop && stop()) throw std::runtime_error("another rank failed");
+    }
+  };
+  const int peer = 1 - rank;
+  const std::vector<size_t> sizes = {8, 1 << 20};
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t tag = s * 16 + round, seed = tag + 7;
+      Request send, recv;
+      if ((rank == 0) == (round % 2 == 0)) {
+        std::vector<uint8_t> out = patterned(sizes[s], seed);
+        t.postSend(peer, tag, out.data(), out.size(), &send);
+        sleepUntil(&send, "send");
+        expect(send.state.load() == Request::kDone, "send did not end Done");
+      } else {
+        std::vector<uint8_t> in(sizes[s]);
+        t.postRecv(peer, tag, in.data(), in.size(), &recv);
+        sleepUntil(&recv, "recv");
+        expect(recv.state.load() == Request::kDone, "receive did not end Done");
+        expectPattern(in, sizes[s], seed, fmt::format("{} bytes woken", sizes[s]));
+      }
+    }
+  }
+}
+
 // The end of every test rank: nobody sends any more, then close within the test deadline.
 inline void barrierAndClose(Transport& t, OutOfBand& oob) {
   oob.barrier(testDeadline());

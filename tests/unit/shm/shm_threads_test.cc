@@ -71,6 +71,20 @@ TEST_CASE("two rank threads ping-pong 0 B to 16 MiB intact with every copy mecha
   }
 }
 
+TEST_CASE("rank threads that sleep in waitForActivity are woken by their peer's doorbell") {
+  for (ShmCopy copy : {ShmCopy::kDirect, ShmCopy::kMailbox}) {
+    DYNAMIC_SECTION("copy " << shmCopyName(copy)) {
+      std::string errors =
+          runThreads(2, copy, [&](int rank, OutOfBand& oob, Transport& t, const Stop& stop) {
+            sleepingPingPong(t, rank, stop);
+            barrierAndClose(t, oob);
+          });
+      INFO(errors);
+      CHECK(errors.empty());
+    }
+  }
+}
+
 TEST_CASE("many outstanding messages with distinct tags match whatever the posting order") {
   const int kMessages = 96;
   const std::vector<size_t> sizes = {0, 7, 100, 4096, 9000, 70000, 300000};
