@@ -11,8 +11,8 @@
 // Each host sends 2(H-1)/H of the buffer over its link in stage 2, the optimum; the flat ring
 // over n ranks (hosts contiguous) sends 2(n-1)/n of it over each host link, 1.5x as much for
 // 2 hosts x 2 ranks. Local ranks beyond m (hosts with more ranks than the smallest) only
-// contribute in stage 1 and receive in stage 3. Within a host the stages go through whatever
-// the communicator's transport does there (UCX's shared memory today, not weft's own shm).
+// contribute in stage 1 and receive in stage 3. Within a host the stages go through weft's
+// shared-memory transport (transports/routed: shm to this host's peers, UCX to the others).
 //
 // Units: shard i is cut into H blocks (the inter-host ring's) and every block into pipeline
 // chunks; every stage works unit by unit, so a unit flows through the three stages as soon as

@@ -41,7 +41,7 @@ constexpr std::array kVariables = {
            "datatype, op, root, sequence number) and fail with weftInvalidUsage naming the "
            "disagreeing ranks instead of hanging or corrupting"},
     EnvVar{"WEFT_SHM_DISABLE", "0",
-           "1: no shared-memory collectives; ranks on one host use the network transport"},
+           "1: no shared memory; ranks on one host use the network transport (UCX)"},
     EnvVar{"WEFT_HOST_ID", "(boot id + IPC namespace)",
            "ranks with the same value are on one host (they must be able to share memory); "
            "replaces the identity weft reads from the kernel"},

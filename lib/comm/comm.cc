@@ -16,6 +16,7 @@
 #include "lib/topology/discover.hpp"
 #include "transports/shm/memory.hpp"
 #include "transports/loopback/loopback.hpp"
+#include "transports/routed/routed_transport.hpp"
 #include "transports/shm/segment.hpp"
 #include "transports/shm/shm_transport.hpp"
 #include "transports/ucx/ucx_transport.hpp"
@@ -86,12 +87,7 @@ std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank
   // no transport at all: its sends to itself are copies.)
   comm->setUpSharedMemory(deadline);
   if (!comm->transport_ && nranks == 1) comm->transport_ = std::move(createLoopbackTransports(1)[0]);
-  if (!comm->transport_) {
-    UcxTransportOptions options;
-    options.label = comm->label();
-    options.setupDeadline = deadline;
-    comm->transport_ = createUcxTransport(*comm->bootstrap_, options);
-  }
+  if (!comm->transport_) comm->connectHosts(deadline);
   WEFT_INFO(kSubsysInit, "{}: ready; {} of {} rank(s) on this host; transport {}; {}",
             comm->label(), comm->localSize(), nranks, comm->transport().name(),
             comm->shm() ? "shared-memory collectives" : "no shared-memory collectives");
@@ -159,19 +155,26 @@ void Comm::discoverTopology(Deadline deadline) {
   }
 }
 
+LocalGroup Comm::localGroup() const {
+  LocalGroup group;
+  const std::string& mine = bootstrap_->rankInfo(rank_).hostId;
+  for (int r = 0; r < nranks_; ++r) {
+    if (bootstrap_->rankInfo(r).hostId != mine) continue;
+    if (r == rank_) group.me = group.size();
+    group.ranks.push_back(r);
+    group.pids.push_back(static_cast<pid_t>(bootstrap_->rankInfo(r).pid));
+  }
+  group.oneProcess = std::all_of(group.pids.begin(), group.pids.end(),
+                                 [&](pid_t p) { return p == group.pids.front(); });
+  return group;
+}
+
 // Native shared-memory collectives when every rank is on this host. Collective over the
 // bootstrap: every rank takes the same branch (the host identities are the same everywhere).
 void Comm::setUpSharedMemory(Deadline deadline) {
   const Env& e = env();
   if (nranks_ == 1 || localSize_ != nranks_ || e.shmDisable) return;
-  LocalGroup group;
-  for (int r = 0; r < nranks_; ++r) {
-    group.ranks.push_back(r);
-    group.pids.push_back(static_cast<pid_t>(bootstrap_->rankInfo(r).pid));
-  }
-  group.me = rank_;
-  group.oneProcess = std::all_of(group.pids.begin(), group.pids.end(),
-                                 [&](pid_t p) { return p == group.pids.front(); });
+  const LocalGroup group = localGroup();
   const SegmentGeometry geometry =
       SegmentGeometry::make(nranks_, defaultSlotBytes(nranks_), defaultMailboxBytes(nranks_));
   segment_ = ShmSegment::create(*bootstrap_, group, toHex(bootstrap_->commId()), geometry,
@@ -182,7 +185,6 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   // Until the ranks have agreed whether they share cores (setUp, below), wait as if they did.
   spin_ = makeSpinBudget(true);
   shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode);
-  localRanks_ = group.ranks;
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
     for (int r = 0; r < nranks_; ++r)
@@ -198,6 +200,34 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   if (mode == ShmMode::Cma && !shm_->cmaWorks())
     fail(weftSystemError, "{}: WEFT_SHM_MODE=cma, but the kernel refuses CMA between these "
          "processes (ptrace_scope?)", label_);
+}
+
+// Ranks on several hosts: UCX to every peer on another host and, where a host has several
+// ranks (WEFT_SHM_DISABLE unset), weft's shared-memory transport to the peers on this one. Every
+// rank then maps a segment of mailboxes for its host's ranks, even one alone there, so that all
+// take the same steps over the bootstrap. Collective, like setUpSharedMemory.
+void Comm::connectHosts(Deadline deadline) {
+  UcxTransportOptions options;
+  options.label = label_;
+  options.setupDeadline = deadline;
+  if (ranksPerHost_ < 2 || env().shmDisable) {
+    transport_ = createUcxTransport(*bootstrap_, options);
+    return;
+  }
+  const LocalGroup group = localGroup();
+  const SegmentGeometry geometry =
+      SegmentGeometry::make(group.size(), 0, defaultMailboxBytes(group.size()));
+  segment_ = ShmSegment::create(*bootstrap_, group, toHex(bootstrap_->commId()), geometry,
+                                deadline);
+  ShmTransportOptions shmOptions;
+  shmOptions.label = label_;
+  std::vector<std::unique_ptr<Transport>> ways;
+  ways.push_back(createShmTransport(*segment_, group, shmOptions));
+  ways.push_back(createUcxTransport(*bootstrap_, options));
+  std::vector<Route> routes(nranks_, Route{1, 0});
+  for (int r = 0; r < nranks_; ++r) routes[r].peer = r;
+  for (int r : group.ranks) routes[r].way = 0;
+  transport_ = createRoutedTransport(std::move(ways), std::move(routes));
 }
 
 WaitContext Comm::shmWait(Describer op) {

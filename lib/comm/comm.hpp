@@ -35,6 +35,7 @@ namespace weft {
 class Bootstrap;
 class ShmCollectives;
 class ShmSegment;
+struct LocalGroup;
 class ProcessWatch;
 struct WaitContext;
 
@@ -139,7 +140,9 @@ class Comm {
 
  private:
   void closeTransport(Deadline deadline);
+  LocalGroup localGroup() const;  // the ranks on this host
   void setUpSharedMemory(Deadline deadline);
+  void connectHosts(Deadline deadline);
   void discoverTopology(Deadline deadline);
   void checkLocalPeers();
 
@@ -183,7 +186,6 @@ class Comm {
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmCollectives> shm_;  // after segment_: uses it
   std::unique_ptr<ProcessWatch> localPeers_;
-  std::vector<int> localRanks_;  // global ranks on this host
   // How long shared-memory waits spin; learned as they end (transports/shm/spin_budget.hpp).
   std::unique_ptr<SpinBudget> spin_;
   std::mutex watchMutex_;

@@ -77,8 +77,9 @@ MachineModel machineFor(const MachineParams& params, int nranks, int ranksPerHos
   MachineModel m;
   m.nranks = nranks;
   m.ranksPerHost = std::clamp(ranksPerHost, 1, std::max(1, nranks));
-  // Between ranks of one host: weft's shared-memory transport, or UCX's (which picks shared
-  // memory itself); between hosts: UCX over the network.
+  // Between ranks of one host: weft's shared-memory transport ("shm", or "shm+ucx" when the
+  // ranks span hosts), or with WEFT_SHM_DISABLE UCX's (which picks shared memory itself);
+  // between hosts: UCX over the network.
   m.intra = transport == "ucx" ? params.ucx : params.shm;
   m.intraCopiedByReceiver = transport != "ucx";
   m.inter = params.net;

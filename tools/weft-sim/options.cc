@@ -125,7 +125,7 @@ std::string usage() {
          "              gather or scatter\n"
          "  Prints, per size, every algorithm's predicted time and bus bandwidth and the one\n"
          "  the tuner picks (-J: JSON). --transport: the link class inside a host, shm\n"
-         "  (default on one host) or ucx (default on several); --cores: cores per host, which\n"
+         "  (default) or ucx (WEFT_SHM_DISABLE=1); --cores: cores per host, which\n"
          "  more ranks than cores share (the tuning file's host.cores; a fraction where\n"
          "  hosts share cores, as the namespaced hosts of the test bed do).\n"
          "       weft-sim --topo FILE [--gpus I,J,...] [--root R] [-J]\n"
@@ -212,7 +212,7 @@ Options parseOptions(const std::vector<std::string>& args) {
   if (o.help || !o.topoFile.empty()) return o;
   if (!haveCollective) throw UsageError("no collective given");
   if (o.ranksPerHost == 0 || o.ranksPerHost > o.ranks) o.ranksPerHost = o.ranks;
-  if (o.transport.empty()) o.transport = o.ranksPerHost == o.ranks ? "shm" : "ucx";
+  if (o.transport.empty()) o.transport = "shm";
   if (o.maxBytes < o.minBytes)
     throw UsageError(fmt::format("-e {} is below -b {}", o.maxBytes, o.minBytes));
   return o;

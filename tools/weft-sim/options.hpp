@@ -26,9 +26,10 @@ struct Options {
   double copyGBps = 0;
   std::string tuneFile;  // --tune-file: link and per-byte costs from a calibration
   std::string algo;      // --algo: WEFT_ALGO syntax, limits the algorithms shown
-  // --transport: the link class between ranks of a host, as weft would run: shm (weft's shared
-  // memory: one host) or ucx (UCX everywhere: several hosts). Empty: shm on one host, else ucx.
-  // It matters with a tuning file, which prices the two classes apart.
+  // --transport: the link class between ranks of a host: shm (weft's shared memory, which weft
+  // runs on one host and beside UCX across hosts) or ucx (UCX everywhere, as with
+  // WEFT_SHM_DISABLE=1). Empty: shm. It matters with a tuning file, which prices the two classes
+  // apart.
   std::string transport;
   double cores = -1;  // --cores: cores per host (host.cores); -1: the tuning file's
   Collective collective = Collective::AllReduce;

@@ -1,7 +1,6 @@
 // The UCX transport: tagged messages between the ranks of one communicator over UCP (one UCP
-// context and worker per rank), for peers on other hosts and, until weft's own shared-memory
-// transport takes over, on this host. See README.md for the tag layout, threading and how peer
-// failures are detected.
+// context and worker per rank), for peers on other hosts and, with WEFT_SHM_DISABLE=1, on this
+// host. See README.md for the tag layout, threading and how peer failures are detected.
 #pragma once
 
 #include <memory>

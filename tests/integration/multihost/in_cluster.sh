@@ -9,7 +9,8 @@
 # teardown always runs. Exits with COMMAND's status; 77 (ctest SKIP_RETURN_CODE) with a message
 # when this machine cannot build the cluster (not root, no ip, unshare or nsenter).
 # --expect-output: COMMAND's output (stdout and stderr) must also match the extended regular
-# expression REGEX on some line, or the test fails (exit 1).
+# expression REGEX on some line, or the test fails (exit 1). May be given several times: every
+# REGEX must match.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,12 +18,12 @@ cluster_script=$(cd "$here/../../../scripts" && pwd)/netns-cluster.sh
 
 name=$1 k=$2
 shift 2
-rate="" limit=150 expect=""
+rate="" limit=150 expect=()
 while [[ $# -gt 0 && $1 != -- ]]; do
   case $1 in
     --rate) rate=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
-    --expect-output) expect=$2; shift 2 ;;
+    --expect-output) expect+=("$2"); shift 2 ;;
     *) echo "in_cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -56,8 +57,11 @@ echo "in_cluster: $k host(s) as '$cluster'${rate:+, links shaped to $rate}: ${ar
 timeout --kill-after=5 "$limit" "${args[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 [[ $status == 124 ]] && echo "in_cluster: '${args[*]}' still ran after $limit s: killed"
-if [[ $status == 0 && -n $expect ]] && ! grep -Eq -- "$expect" "$log"; then
-  echo "in_cluster: the output has no line matching '$expect'"
-  exit 1
+if [[ $status == 0 ]]; then
+  for regex in "${expect[@]}"; do
+    grep -Eq -- "$regex" "$log" && continue
+    echo "in_cluster: the output has no line matching '$regex'"
+    exit 1
+  done
 fi
 exit $status

@@ -4,9 +4,14 @@
  * goes on until an allreduce fails. Exit 3 when one fails (the test expects that on every rank:
  * each side of the cut must turn it into an error), 1 on a wrong result or a failed set-up, 2
  * when nothing failed within the time limit (argument 1, seconds; default 90): a hang that the
- * communicator's deadline did not end. */
+ * communicator's deadline did not end.
+ *
+ * With argument 2, VICTIM, no link is cut: rank VICTIM leaves abruptly right after it says
+ * "running" (_exit(3): no teardown, as a crash would), and every other rank must turn its
+ * death into an error. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -22,6 +27,7 @@ static double now(void) {
 
 int main(int argc, char** argv) {
   const double limit = argc > 1 ? atof(argv[1]) : 90.0;
+  const int victim = argc > 2 ? atoi(argv[2]) : -1;
   static float data[COUNT];
   weftComm_t comm = NULL;
   int rank = -1, nranks = 0;
@@ -59,6 +65,7 @@ int main(int argc, char** argv) {
     if (round == 20) {
       printf("rank %d: running\n", rank);
       fflush(stdout);
+      if (rank == victim) _exit(3);
     }
   }
 }

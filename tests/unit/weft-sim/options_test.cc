@@ -22,7 +22,7 @@ TEST_CASE("weft-sim parses the issue's command line") {
   CHECK(o.maxBytes == uint64_t{1} << 30);
   CHECK(o.stepFactor == 4);
   CHECK_FALSE(o.json);
-  CHECK(o.transport == "ucx");  // several hosts: UCX, as weft runs them
+  CHECK(o.transport == "shm");  // several hosts: shm inside each, as weft runs them
   CHECK(o.cores == -1);
 }
 

@@ -28,6 +28,7 @@ TEST_CASE("weft-sim prices every algorithm as a direct replay does, and picks th
     m.nranks = 24;
     m.ranksPerHost = 4;
     m.intra = o.intra;
+    m.intraCopiedByReceiver = true;  // the default link class inside a host: weft's shm
     m.inter = o.inter;
     m.reduceGBps = 10;
     m.copyGBps = 20;

@@ -1,0 +1,126 @@
+#include "transports/routed/routed_transport.hpp"
+
+#include <poll.h>
+#include <time.h>
+
+#include <string>
+#include <utility>
+
+#include "lib/base/error.hpp"
+
+namespace weft {
+namespace {
+
+class RoutedTransport final : public Transport {
+ public:
+  RoutedTransport(std::vector<std::unique_ptr<Transport>> ways, std::vector<Route> routes)
+      : ways_(std::move(ways)), routes_(std::move(routes)) {
+    if (ways_.empty()) fail(weftInternalError, "a routed transport needs at least one transport");
+    polls_.resize(ways_.size());
+    armedWays_.resize(ways_.size());
+    for (const Route& r : routes_)
+      if (r.way < 0 || r.way >= static_cast<int>(ways_.size()))
+        fail(weftInternalError, "a route names transport {} of {}", r.way, ways_.size());
+    for (const auto& way : ways_) {
+      if (!name_.empty()) name_ += '+';
+      name_ += way->name();
+    }
+  }
+
+  const char* name() const override { return name_.c_str(); }
+
+  void postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) override {
+    const Route& r = routeTo(peer, "send");
+    req->peer = peer;
+    ways_[r.way]->postSend(r.peer, tag, buf, bytes, req);
+  }
+
+  void postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) override {
+    const Route& r = routeTo(peer, "recv");
+    req->peer = peer;
+    ways_[r.way]->postRecv(r.peer, tag, buf, bytes, req);
+  }
+
+  bool progress() override {
+    bool moved = false;
+    for (const auto& way : ways_) moved |= way->progress();
+    return moved;
+  }
+
+  // Sleeps on every transport that has requests pending at once: arms each and polls all their
+  // descriptors. When one has news already, or one cannot wake a sleeper, nobody sleeps (false
+  // for the latter: the executor yields and naps instead).
+  bool waitForActivity(int64_t maxUs) override {
+    size_t armed = 0;
+    int refusal = 0;  // kWakeNow or kCannotWake from the way that stopped the arming
+    for (const auto& way : ways_) {
+      if (!way->busy()) continue;
+      const int fd = way->armWake();
+      if (fd < 0) {
+        refusal = fd;
+        break;
+      }
+      polls_[armed] = pollfd{fd, POLLIN, 0};
+      armedWays_[armed++] = way.get();
+    }
+    if (refusal == 0 && armed > 0) {
+      const timespec limit{static_cast<time_t>(maxUs / 1000000),
+                           static_cast<long>(maxUs % 1000000) * 1000};
+      ppoll(polls_.data(), armed, &limit, nullptr);  // EINTR or timeout: the caller decides
+    }
+    for (size_t i = 0; i < armed; ++i) armedWays_[i]->disarmWake();
+    return refusal == kWakeNow || (refusal == 0 && armed > 0);
+  }
+
+  bool busy() const override {
+    for (const auto& way : ways_)
+      if (way->busy()) return true;
+    return false;
+  }
+
+  bool flush() override {
+    bool done = true;
+    for (const auto& way : ways_) done &= way->flush();  // every way, even after one says no
+    return done;
+  }
+
+  void cancel(Request* req) override {
+    if (req->finished()) return;
+    ways_[routeTo(req->peer, "cancel").way]->cancel(req);
+  }
+
+  void close(Deadline deadline) override {
+    for (const auto& way : ways_) way->close(deadline);
+  }
+
+  std::string lostPeer() const override {
+    for (const auto& way : ways_) {
+      std::string lost = way->lostPeer();
+      if (!lost.empty()) return lost;
+    }
+    return {};
+  }
+
+ private:
+  const Route& routeTo(int peer, const char* what) const {
+    if (peer < 0 || peer >= static_cast<int>(routes_.size()))
+      fail(weftInternalError, "{}: {} with peer {} refused: the communicator has {} ranks", name_,
+           what, peer, routes_.size());
+    return routes_[peer];
+  }
+
+  std::vector<std::unique_ptr<Transport>> ways_;
+  std::vector<Route> routes_;
+  std::string name_;
+  std::vector<pollfd> polls_;          // waitForActivity's, one per way
+  std::vector<Transport*> armedWays_;  // the ways it armed
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> createRoutedTransport(std::vector<std::unique_ptr<Transport>> ways,
+                                                 std::vector<Route> routes) {
+  return std::make_unique<RoutedTransport>(std::move(ways), std::move(routes));
+}
+
+}  // namespace weft
