@@ -131,7 +131,8 @@ void ShmTransport::openDoorbell() {
   for (Peer& p : peers_) p.doorbellBytes = doorbellAddress(segment_.name(), p.local, &p.doorbell);
   const Peer& me = peers_[static_cast<size_t>(me_)];
   const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&me.doorbell), me.doorbellBytes) == 0) {
+  if (fd >= 0 &&
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&me.doorbell), me.doorbellBytes) == 0) {
     doorbell_ = fd;
     return;
   }

@@ -211,8 +211,8 @@ class ShmTransport final : public Transport {
   std::string lost_;  // the first peer whose process exited, for lostPeer()
   uint32_t progressCalls_ = 0;
   Clock::time_point nextCheck_{};
-  bool cmaRefused_ = false;
-  int doorbell_ = -1;  // this rank's doorbell: an abstract datagram socket; -1: none  // kAuto only: the kernel refused CMA once; pull from now on
+  bool cmaRefused_ = false;  // kAuto only: the kernel refused CMA once; pull from now on
+  int doorbell_ = -1;        // this rank's doorbell: an abstract datagram socket; -1: none
   bool closed_ = false;
 };
 

@@ -11,9 +11,9 @@
  * death into an error. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "weft.h"
 

@@ -1,8 +1,8 @@
 // The routed transport (transports/routed): each peer reached through the transport its route
 // names, under that transport's name for it; progress, flush, close and lostPeer reach every
-// transport; a cancel reaches the one that holds the request; it sleeps only on the one
-// transport that is busy. Loopback transports stand in for shm and UCX (the multi-host tests
-// in tests/integration/multihost run the real pair).
+// transport; a cancel reaches the one that holds the request; it sleeps on every busy
+// transport at once. Loopback transports stand in for shm and UCX (the multi-host tests in
+// tests/integration/multihost run the real pair).
 #include <sys/eventfd.h>
 #include <unistd.h>
 
