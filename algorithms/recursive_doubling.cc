@@ -14,7 +14,7 @@
 namespace weft {
 namespace {
 
-Schedule allReduce(const CollectiveShape& s) {
+Schedule recursiveDoublingAllReduce(const CollectiveShape& s) {
   ScheduleBuilder b;
   const int n = s.nranks;
   const uint64_t bytes = s.count * s.elemSize;
@@ -89,7 +89,7 @@ Schedule allGather(const CollectiveShape& s) {
 
 Schedule buildRecursiveDoubling(const CollectiveShape& s) {
   switch (s.collective) {
-    case Collective::AllReduce: return allReduce(s);
+    case Collective::AllReduce: return recursiveDoublingAllReduce(s);
     case Collective::AllGather: return allGather(s);
     default:
       fail(weftInternalError, "recursive doubling has no schedule for {}",

@@ -7,6 +7,7 @@
 #include "algorithms/algorithm.hpp"
 #include "lib/base/error.hpp"
 #include "lib/comm/comm.hpp"
+#include "lib/enqueue/tags.hpp"
 
 namespace weft {
 namespace {
@@ -45,12 +46,6 @@ std::string describeRecord(const Record& r) {
   return s;
 }
 
-// Check messages use the upper half of the operation's message indices (schedules stay far
-// below 2^22 messages per peer: see the tuner's chunk sizes).
-constexpr int kMessageBits = 23;
-constexpr uint64_t kCheckIndex = uint64_t{1} << 22;
-constexpr uint64_t kSeqMask = (uint64_t{1} << 20) - 1;
-
 }  // namespace
 
 ConsistencyCheck::ConsistencyCheck(Comm& comm, const std::vector<Operation>& collectives,
@@ -88,7 +83,7 @@ ConsistencyCheck::ConsistencyCheck(Comm& comm, const std::vector<Operation>& col
   Work w;
   w.schedule = &schedule_;
   w.buffers = {mine_.data(), all_.data(), nullptr};
-  w.tagBase = ((r.firstSeq & kSeqMask) << kMessageBits) | kCheckIndex;
+  w.tagBase = ((r.firstSeq & kCollectiveSeqMask) << kMessageBits) | kCheckIndex;
   w.name = {nullptr, nullptr, "WEFT_CHECK: comparing operations"};
   ExecutionContext context;
   context.rank = comm.rank();

@@ -14,18 +14,12 @@
 #include "lib/enqueue/check.hpp"
 #include "lib/comm/comm.hpp"
 #include "lib/enqueue/reduction.hpp"
+#include "lib/enqueue/tags.hpp"
 #include "lib/stream/host_stream.hpp"
 #include "lib/tuner/tuner.hpp"
 
 namespace weft {
 namespace {
-
-// Transport tags (kTagBits = 44): collectives use (sequence number mod 2^20) << 23 | message
-// index; point-to-point messages set bit 43 and number the messages of each ordered pair.
-constexpr int kMessageBits = 23;
-constexpr uint64_t kCollectiveSeqMask = (uint64_t{1} << 20) - 1;
-constexpr uint64_t kPointToPointBit = uint64_t{1} << 43;
-constexpr uint64_t kPointToPointSeqMask = kPointToPointBit - 1;
 
 struct PlannedOp {
   Operation op;

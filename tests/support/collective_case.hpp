@@ -27,6 +27,11 @@ struct CaseShape {
   int op = weftSum;  // weftRedOp_t value or kPreMulSum
 };
 
+// One datatype of each element size (1, 2, 4 and 8 bytes): what schedules depend on, for sweeps
+// that cannot afford every datatype.
+inline constexpr weftDataType_t kOnePerSize[] = {weftFloat8e4m3, weftFloat16, weftFloat32,
+                                                 weftFloat64};
+
 inline bool reduces(Collective c) {
   return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
 }

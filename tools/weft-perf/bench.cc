@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives.hpp"
+#include "median.hpp"
 #include "regions.hpp"
 #include "sizes.hpp"
 #include "values.hpp"
@@ -92,12 +93,6 @@ void runCalls(const Context& ctx, const Call& call, int times) {
 // --baseline: rounds that each time a block of weft's calls and then a block of the peer's on
 // the same buffers, so that both see the same machine state; the medians per call.
 constexpr int kBaselineRounds = 5;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 void timeWithBaseline(const Context& ctx, const Call& call, ModeResult& m, double& baselineUs) {
   const Baseline& peer = *ctx.setup.baseline;

@@ -16,6 +16,7 @@
 #include "algorithms/reduce/reduce.hpp"
 #include "calibration_fit.hpp"
 #include "datatypes.hpp"
+#include "median.hpp"
 #include "lib/base/cpus.hpp"
 #include "lib/base/env.hpp"
 
@@ -49,11 +50,6 @@ double slowest(const RankSetup& s, double value) {
   ensure(s, weftAllReduce(&value, &value, 1, weftFloat64, weftMax, s.comm, nullptr),
          "weftAllReduce");
   return value;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Median over kRounds of the slowest rank's mean time for `body`, run `iters` times after a

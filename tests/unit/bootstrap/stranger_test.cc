@@ -15,7 +15,7 @@ using namespace weft::test;
 
 namespace {
 
-void requireFormed(const std::vector<Outcome>& outcomes) {
+void requireJoined(const std::vector<Outcome>& outcomes) {
   for (size_t r = 0; r < outcomes.size(); ++r) {
     INFO("rank " << r << ": " << outcomes[r].message);
     REQUIRE(outcomes[r].ok());
@@ -64,7 +64,7 @@ TEST_CASE("a stranger with a wrong secret is refused by the root and the job sti
       strangerResult = e.result();
     }
   });
-  requireFormed(outcomes);
+  requireJoined(outcomes);
   CHECK(strangerResult == weftRemoteError);
   CHECK(closedByPeer(stranger.fd(), Deadline::afterMs(kGenerousMs)));
 }
@@ -80,7 +80,7 @@ TEST_CASE("a stranger sending random bytes to the root is dropped and the job st
     liar.sendAll(encodeHeader(FrameType::kResponse, 1u << 31), Deadline::afterMs(kGenerousMs),
                  nullptr, "lie");
   });
-  requireFormed(outcomes);
+  requireJoined(outcomes);
   CHECK(closedByPeer(garbage.fd(), Deadline::afterMs(kGenerousMs)));
   CHECK(closedByPeer(liar.fd(), Deadline::afterMs(kGenerousMs)));
 }
@@ -130,7 +130,7 @@ TEST_CASE("a replayed handshake is refused by the root and the job still forms")
     } catch (const Error&) {
     }
   });
-  requireFormed(outcomes);
+  requireJoined(outcomes);
   CHECK(challenged);
   CHECK_FALSE(confirmed);
 }
@@ -140,7 +140,7 @@ TEST_CASE("a stranger that connects to the root and says nothing does not block 
   Socket silent;
   const auto outcomes =
       formAroundStranger(*root, [&] { silent = connectStranger(root->id().root); });
-  requireFormed(outcomes);
+  requireJoined(outcomes);
   // The one-round root is done and closes everything it still holds.
   CHECK(closedByPeer(silent.fd(), Deadline::afterMs(kGenerousMs)));
 }
@@ -153,7 +153,7 @@ TEST_CASE("an unlimited root drops a silent stranger after its handshake time an
   Socket silent = connectStranger(root->id().root);
   CHECK(closedByPeer(silent.fd(), Deadline::afterMs(kGenerousMs)));
   CHECK(root->running());
-  requireFormed(formAll(root->id(), 2));
+  requireJoined(formAll(root->id(), 2));
 }
 
 TEST_CASE("strangers at a rank's ring listener do not disturb the ring") {
@@ -188,7 +188,7 @@ TEST_CASE("strangers at a rank's ring listener do not disturb the ring") {
     threads.join(outcomes[2], root->id(), 2, 3);
   }
   CHECK(wrongSecretOutcome.result == weftRemoteError);
-  requireFormed(outcomes);
+  requireJoined(outcomes);
   CHECK(closedByPeer(garbage.fd(), Deadline::afterMs(kGenerousMs)));
   CHECK(closedByPeer(silent.fd(), Deadline::afterMs(kGenerousMs)));
 
@@ -204,7 +204,7 @@ TEST_CASE("strangers at a rank's ring listener do not disturb the ring") {
         });
       });
   }
-  requireFormed(outcomes);
+  requireJoined(outcomes);
   for (int r = 0; r < 3; ++r)
     CHECK(results[static_cast<size_t>(r)] == std::vector<std::vector<uint8_t>>{{}, {1}, {2, 2}});
 }

@@ -2,7 +2,7 @@
 // 1..17, counts {0, 1, 2, 7, 1023, 65537} (with 4 KiB pipeline chunks, so the large counts span
 // many; see kFullBlocksUpTo), every operator, in place and out of place, against
 // tests/support/reference; every datatype up to 9 ranks, one per element size above (see
-// kOnePerSize).
+// kOnePerSize, tests/support/collective_case.hpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -30,7 +30,6 @@ constexpr uint64_t kChunkBytes = 4096;
 // kernels' coverage); the others one datatype per element size with every operator, which keeps
 // this sweep affordable as the registry grows. Above kAllTypesUpTo ranks every algorithm runs
 // one datatype per element size: which datatype is reduced does not depend on the rank count.
-constexpr weftDataType_t kOnePerSize[] = {weftFloat8e4m3, weftFloat16, weftFloat32, weftFloat64};
 constexpr int kAllTypesUpTo = 9;
 
 // Where buffers hold n blocks (holdsBlocks), blocks of 65537 elements above kFullBlocksUpTo

@@ -35,8 +35,7 @@ const std::vector<std::vector<int>> kLayouts = {
     {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1},  // 4+7
 };
 
-const uint64_t kCounts[] = {0, 1, 2, 5, 7, 1023, 65537};
-constexpr weftDataType_t kOnePerSize[] = {weftFloat8e4m3, weftFloat16, weftFloat32, weftFloat64};
+const uint64_t kHierarchicalCounts[] = {0, 1, 2, 5, 7, 1023, 65537};
 
 std::string describe(const std::vector<int>& hosts) {
   std::string s;
@@ -71,7 +70,7 @@ void sweepLayouts(Collective coll) {
           for (int root = 0; root < (coll == Collective::Broadcast ? n : 1); ++root) {
             CaseShape shape{coll, n, root, 0, type, op};
             const CaseInputs inputs(shape, sweepCount(65537));
-            for (uint64_t count : kCounts)
+            for (uint64_t count : kHierarchicalCounts)
               for (bool inPlace : {false, true}) {
                 shape.count = sweepCount(count);
                 const CaseOutcome bad = runCase(world, buffers, shape, inPlace, inputs);
