@@ -13,9 +13,9 @@
 #     whose ranks are threads: communicators from weftCommInitAll and weftCommInitRank, host
 #     streams, abort from another thread, split and shrink, WEFT_CHECK; their ranks talk over
 #     UCX there, not shared memory (why: above that step).
-# CI's budget (20 minutes for the whole test command on 2 cores) sets what CI runs here: 9-10
-# min from a clean clone on 2 busy cores (build 250 s, tests 180-240 s, fuzzers 20-40 s, TSan
-# 80 s), about 18 CPU-minutes. `--all` also runs every test the list below leaves out: roughly
+# CI's budget (20 minutes for the whole test command on 2 cores) sets what CI runs here: 8-10
+# min from a clean clone on 2 busy cores (build 200-330 s, tests 150-190 s, fuzzers 20-35 s,
+# TSan 70-95 s), about 16 CPU-minutes. `--all` also runs every test the list below leaves out: roughly
 # 15-25 minutes more.
 # Warnings are the normal build's job (-DWEFT_WERROR=OFF here).
 # UCX's memory hooks do not mix with sanitizers: they are switched off (UCX_MEM_*), which only

@@ -68,11 +68,17 @@ class Transport {
     if (fd == kCannotWake) return false;
     if (fd == kWakeNow) return true;
     pollfd poll{fd, POLLIN, 0};
-    const timespec limit{static_cast<time_t>(maxUs / 1000000),
-                         static_cast<long>(maxUs % 1000000) * 1000};
-    ppoll(&poll, 1, &limit, nullptr);  // EINTR or timeout: the caller progresses and decides
+    pollFor(&poll, 1, maxUs);
     disarmWake();
     return true;
+  }
+
+  // Waits until one of `fds` is readable or maxUs pass (EINTR or timeout: the caller progresses
+  // and decides).
+  static void pollFor(pollfd* fds, size_t count, int64_t maxUs) {
+    const timespec limit{static_cast<time_t>(maxUs / 1000000),
+                         static_cast<long>(maxUs % 1000000) * 1000};
+    ppoll(fds, count, &limit, nullptr);
   }
 
   // A sleep in two halves, so that a caller can sleep on several transports at once

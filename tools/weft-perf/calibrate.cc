@@ -16,9 +16,9 @@
 #include "algorithms/reduce/reduce.hpp"
 #include "calibration_fit.hpp"
 #include "datatypes.hpp"
-#include "median.hpp"
 #include "lib/base/cpus.hpp"
 #include "lib/base/env.hpp"
+#include "median.hpp"
 
 namespace weft::perf {
 namespace {

@@ -1,7 +1,6 @@
 #include "transports/routed/routed_transport.hpp"
 
 #include <poll.h>
-#include <time.h>
 
 #include <string>
 #include <utility>
@@ -63,11 +62,7 @@ class RoutedTransport final : public Transport {
       polls_[armed] = pollfd{fd, POLLIN, 0};
       armedWays_[armed++] = way.get();
     }
-    if (refusal == 0 && armed > 0) {
-      const timespec limit{static_cast<time_t>(maxUs / 1000000),
-                           static_cast<long>(maxUs % 1000000) * 1000};
-      ppoll(polls_.data(), armed, &limit, nullptr);  // EINTR or timeout: the caller decides
-    }
+    if (refusal == 0 && armed > 0) pollFor(polls_.data(), armed, maxUs);
     for (size_t i = 0; i < armed; ++i) armedWays_[i]->disarmWake();
     return refusal == kWakeNow || (refusal == 0 && armed > 0);
   }

@@ -35,8 +35,7 @@ bool ShmTransport::finishTicket(Peer& p, Op* op, TicketState outcome) {
                                     std::memory_order_acq_rel, std::memory_order_acquire)) {
     return false;
   }
-  p.in.control->acks.publish(++p.acksSent);
-  ring(p);
+  publish(p, p.in.control->acks, ++p.acksSent);
   return true;
 }
 
@@ -89,8 +88,7 @@ void ShmTransport::fetchDirect(Peer& p, Op* op, size_t& budget) {
   const bool last = op->fetched == op->bytes;
   word.store(ticketWord(gen, last ? kTicketTaken : kTicketAnnounced), std::memory_order_release);
   if (last) {
-    p.in.control->acks.publish(++p.acksSent);
-    ring(p);
+    publish(p, p.in.control->acks, ++p.acksSent);
     p.fetching.remove(op);
     complete(op, Request::kDone);
   }
@@ -138,8 +136,7 @@ bool ShmTransport::fetchPull(Peer& p, Op* op) {
   if (!p.pulling) {
     const PullRequest request{op->srcTicket, op->srcGeneration};
     std::memcpy(p.in.control->pull.payload, &request, sizeof request);
-    p.in.control->pull.publish(++p.pullsSent);
-    ring(p);
+    publish(p, p.in.control->pull, ++p.pullsSent);
     p.pulling = true;
     op->fetched = 0;
     moved = true;
@@ -154,8 +151,7 @@ bool ShmTransport::fetchPull(Peer& p, Op* op) {
     op->fetched += n;
     p.dataTail += static_cast<uint32_t>(n);
     available -= static_cast<uint32_t>(n);
-    p.in.control->dataTail.publish(p.dataTail);
-    ring(p);
+    publish(p, p.in.control->dataTail, p.dataTail);
     moved = true;
   }
   if (op->fetched == op->bytes) {

@@ -72,8 +72,7 @@ bool ShmTransport::drainRecords(Peer& p) {
     deliver(p, h, at + kRecordHeaderBytes);
     p.recordTail += h.recordBytes;
   }
-  p.in.control->recordTail.publish(p.recordTail);
-  ring(p);
+  publish(p, p.in.control->recordTail, p.recordTail);
   return true;
 }
 

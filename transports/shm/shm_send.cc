@@ -150,8 +150,7 @@ bool ShmTransport::stream(Peer& p) {
     op->streamed += n;
     p.dataHead += static_cast<uint32_t>(n);
     budget -= n;
-    p.out.control->dataHead.publish(p.dataHead);
-    ring(p);
+    publish(p, p.out.control->dataHead, p.dataHead);
     moved = true;
   }
   if (op->streamed == op->bytes) p.streaming = nullptr;  // completes on its ack
@@ -209,8 +208,7 @@ void ShmTransport::cancelSend(Op* op) {
   // later messages from the remains of this one, so it is over, on both sides.
   complete(op, Request::kCancelled,
            cancelled + fmt::format("; the pair with rank {} is broken", p.rank));
-  p.out.control->broken.publish(1);
-  ring(p);
+  publish(p, p.out.control->broken, 1);
   failPeer(p, fmt::format("the pair with rank {} is broken: a send to it was cancelled before "
                           "its data was taken",
                           p.rank));

@@ -369,8 +369,7 @@ void ShmTransport::shutDown(Deadline deadline) noexcept {
                   options_.label, rank_, p.sendsPending, p.rank);
         const std::string why = fmt::format(
             "the shm transport was closed before rank {} took the data (pair broken)", p.rank);
-        p.out.control->broken.publish(1);
-        ring(p);
+        publish(p, p.out.control->broken, 1);
         failPeer(p, why);
       }
       auto cancelled = [&](Op* op) {

@@ -155,7 +155,13 @@ class ShmTransport final : public Transport {
   void checkPeers();
   // Binds this rank's doorbell socket; without one (said at INFO) armWake cannot wake.
   void openDoorbell();
-  // After this rank published anything to p: wakes p if it sleeps in waitForActivity.
+  // Publishes `value` in a flag that p watches, then wakes p if it sleeps in waitForActivity.
+  // Every flag this rank writes for a peer goes through here (records: writeRecord, then ring).
+  void publish(const Peer& p, SharedFlag& flag, uint32_t value) {
+    flag.publish(value);
+    ring(p);
+  }
+  // Wakes p if it sleeps in waitForActivity: after anything this rank published to it.
   void ring(const Peer& p);
   // Fails every pending request involving p, and every later one, with `why`. Records already
   // published are delivered first (unless the ring itself is what failed): eager messages that

@@ -250,8 +250,7 @@ void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
   }
   try {
     closing_ = true;
-    size_t outstanding = 0;
-    for (int r = 0; peers_ && r < nranks_; ++r) outstanding += peers_[r].pendingCount;
+    const size_t outstanding = pendingOps_;
     if (outstanding > 0 && !force) {
       WEFT_WARN(kSubsysNet, "ucx[{}] rank {}: close with {} requests outstanding; cancelling them",
                 options_.label, rank_, outstanding);
@@ -294,8 +293,7 @@ void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
       if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
       flushLeft = inProgress(flushing);
       forcedLeft = inProgress(forced);
-      pending = 0;
-      for (int r = 0; peers_ && r < nranks_; ++r) pending += peers_[r].pendingCount;
+      pending = pendingOps_;
       if (flushLeft + forcedLeft + pending == 0) break;
       if (flushLeft > 0) continue;
       if (!flushed) {
