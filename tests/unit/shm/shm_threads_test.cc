@@ -2,7 +2,13 @@
 // large messages forced: data moves intact at every size, receives match (peer, tag) whatever
 // the posting order, sizes that disagree fail the receive, unexpected messages never block the
 // ring, and more large sends than tickets wait their turn.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
@@ -83,6 +89,39 @@ TEST_CASE("rank threads that sleep in waitForActivity are woken by their peer's 
       CHECK(errors.empty());
     }
   }
+}
+
+// A rank whose doorbell address is taken (here by the test itself) cannot be woken: it says so
+// (waitForActivity returns false, so the executor yields and naps) and messages still flow.
+TEST_CASE("a rank without a doorbell does not sleep, and its messages still arrive") {
+  const std::string name = uniqueSegmentName();
+  // Rank 1's doorbell: "weft-doorbell" + the segment's name ("/weft-<name>-<leader rank>") +
+  // "-<local rank>", in the abstract namespace.
+  const int squatter = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(squatter >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string taken = fmt::format("weft-doorbell/weft-{}-0-1", name);
+  std::memcpy(address.sun_path + 1, taken.data(), taken.size());
+  REQUIRE(bind(squatter, reinterpret_cast<const sockaddr*>(&address),
+               static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + taken.size())) == 0);
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    ShmRank r = makeShmRank(oob, name, ShmCopy::kDirect, /*threads=*/true);
+    Transport& t = r.t();
+    const int peer = 1 - rank;
+    std::vector<uint8_t> out = patterned(1 << 20, 5), in(1 << 20);
+    Request send, recv;
+    t.postRecv(peer, 1, in.data(), in.size(), &recv);
+    t.postSend(peer, 1, out.data(), out.size(), &send);
+    if (rank == 1) expect(!t.waitForActivity(1000), "rank 1 slept without a doorbell");
+    waitDone(t, {&send, &recv}, "exchange", [&group] { return group.aborted(); });
+    expectPattern(in, in.size(), 5, "1 MiB without a doorbell");
+    barrierAndClose(t, oob);
+  });
+  close(squatter);
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
 }
 
 TEST_CASE("many outstanding messages with distinct tags match whatever the posting order") {
