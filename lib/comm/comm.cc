@@ -221,12 +221,17 @@ void Comm::connectHosts(Deadline deadline) {
                                 deadline);
   ShmTransportOptions shmOptions;
   shmOptions.label = label_;
-  std::vector<std::unique_ptr<Transport>> ways;
-  ways.push_back(createShmTransport(*segment_, group, shmOptions));
-  ways.push_back(createUcxTransport(*bootstrap_, options));
   std::vector<Route> routes(nranks_, Route{1, 0});
   for (int r = 0; r < nranks_; ++r) routes[r].peer = r;
   for (int r : group.ranks) routes[r].way = 0;
+  // UCX connects only to the other hosts, over network transports: no endpoints to peers that
+  // shared memory carries, and no shared-memory interfaces in the worker.
+  for (int r = 0; r < nranks_; ++r)
+    if (routes[r].way == 1) options.peers.push_back(r);
+  options.networkOnly = true;
+  std::vector<std::unique_ptr<Transport>> ways;
+  ways.push_back(createShmTransport(*segment_, group, shmOptions));
+  ways.push_back(createUcxTransport(*bootstrap_, options));
   transport_ = createRoutedTransport(std::move(ways), std::move(routes));
 }
 

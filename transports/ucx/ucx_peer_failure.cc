@@ -14,7 +14,8 @@ void onPeerError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
 }
 
 std::string UcxTransport::peerFailure(const Peer& p) const {
-  if (!p.failed) return fmt::format("no endpoint to rank {}", p.rank);
+  if (!p.failed)
+    return fmt::format("rank {} is not among the ranks this UCX transport connects to", p.rank);
   return fmt::format("connection to rank {} lost: {}{}{}{}", p.rank,
                      ucs_status_string(p.failStatus), p.failDetail.empty() ? "" : " (",
                      p.failDetail, p.failDetail.empty() ? "" : ")");

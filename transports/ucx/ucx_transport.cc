@@ -25,26 +25,32 @@ void checkStatus(ucs_status_t status, int rank, const char* what) {
     fail(weftSystemError, "rank {}: {} failed: {}", rank, what, ucs_status_string(status));
 }
 
-// The transports UCX chose for an endpoint ("sysv/memory, cma/memory"), from ucp_ep_print_info;
-// only computed for log lines.
-std::string endpointLanes(ucp_ep_h ep) {
+// What `print` writes to a FILE*, as a string ("" when no stream can be opened).
+template <typename Print>
+std::string printed(Print print) {
   char* text = nullptr;
   size_t size = 0;
   FILE* f = open_memstream(&text, &size);
-  if (f == nullptr) return "?";
-  ucp_ep_print_info(ep, f);
+  if (f == nullptr) return {};
+  print(f);
   std::fclose(f);
+  std::string out(text, size);
+  std::free(text);
+  return out;
+}
+
+// The transports UCX chose for an endpoint ("sysv/memory, cma/memory"), from ucp_ep_print_info;
+// only computed for log lines and tests.
+std::string endpointLanes(ucp_ep_h ep) {
+  const std::string all = printed([&](FILE* f) { ucp_ep_print_info(ep, f); });
   std::string lanes;
-  std::string_view all(text, size);
-  for (size_t at = all.find("lane["); at != std::string_view::npos;
-       at = all.find("lane[", at + 1)) {
+  for (size_t at = all.find("lane["); at != std::string::npos; at = all.find("lane[", at + 1)) {
     size_t colon = all.find(':', all.find(':', at) + 1);  // "lane[0]:  3:sysv/memory.0 ..."
     size_t end = all.find_first_of(" \n", colon);
-    if (colon == std::string_view::npos || end == std::string_view::npos) break;
+    if (colon == std::string::npos || end == std::string::npos) break;
     if (!lanes.empty()) lanes += ", ";
     lanes += all.substr(colon + 1, end - colon - 1);
   }
-  std::free(text);
   return lanes.empty() ? "?" : lanes;
 }
 
@@ -53,7 +59,26 @@ std::string endpointLanes(ucp_ep_h ep) {
 bool sharedMemoryLanes(std::string_view lanes) {
   // UCX names every shared-memory transport's device "memory": sysv, posix, cma, xpmem, knem
   // and self.
-  return lanes.find("/memory") != std::string_view::npos;
+  return lanes.find("/memory") != std::string::npos;
+}
+
+std::string UcxTransport::resources() const {
+  std::string names;
+  std::string all = printed([&](FILE* f) { ucp_context_print_info(context_, f); });
+  // "#      resource 3  :  md 2  dev 3  flags -- sysv/memory"
+  for (size_t at = all.find("resource"); at != std::string::npos;
+       at = all.find("resource", at + 1)) {
+    const size_t dashes = all.find("-- ", at), end = all.find('\n', at);
+    if (dashes == std::string::npos || dashes > end) continue;
+    if (!names.empty()) names += ", ";
+    names += all.substr(dashes + 3, end - dashes - 3);
+  }
+  return names;
+}
+
+std::string UcxTransport::lanesTo(int peer) const {
+  if (peer < 0 || peer >= nranks_ || peers_[peer].ep == nullptr) return {};
+  return endpointLanes(peers_[peer].ep);
 }
 
 void UcxTransport::setUp(OutOfBand& oob) {
@@ -66,8 +91,21 @@ void UcxTransport::setUp(OutOfBand& oob) {
          rank_, kMaxRanks, kRankBits, nranks_);
   }
 
+  std::vector<char> wanted(static_cast<size_t>(nranks_), options_.peers.empty());
+  for (int r : options_.peers) {
+    if (r < 0 || r >= nranks_)
+      fail(weftInvalidUsage, "rank {}: UCX transport asked to connect to rank {} of {}", rank_, r,
+           nranks_);
+    wanted[r] = 1;
+  }
+
   ucp_config_t* config = nullptr;
   checkStatus(ucp_config_read(nullptr, nullptr, &config), rank_, "ucp_config_read");
+  if (options_.networkOnly && std::getenv("UCX_TLS") == nullptr) {
+    ucs_status_t modified = ucp_config_modify(config, "TLS", "^sm");
+    if (modified != UCS_OK) ucp_config_release(config);
+    checkStatus(modified, rank_, "ucp_config_modify(TLS=^sm)");
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                       UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
@@ -125,7 +163,7 @@ void UcxTransport::setUp(OutOfBand& oob) {
   touched_.reserve(static_cast<size_t>(nranks_));
   flushing_.reserve(static_cast<size_t>(nranks_));
   exited_.reserve(static_cast<size_t>(nranks_));
-  int onHost = 0, watched = 0, handled = 0;
+  int connected = 0, onHost = 0, watched = 0, handled = 0;
   for (int r = 0; r < nranks_; ++r) {
     PeerInfo info = decodePeerInfo(blobs[r], rank_, r, nranks_);
     if (info.flags != me.flags) {
@@ -140,9 +178,12 @@ void UcxTransport::setUp(OutOfBand& oob) {
     p.rank = r;
     p.pid = info.pid;
     p.sameHost = r == rank_ || sameHost(me.host, info.host);
+    if (!wanted[r]) continue;  // no endpoint: refusePost fails what is posted to it
+    ++connected;
     // Self never fails on its own; a peer in this process shares our fate.
     bool sameProcess = p.sameHost && info.pid == me.pid;
-    p.ucxErrorHandling = !p.sameHost || (options_.peerErrorHandlingOnHost && r != rank_) ||
+    p.ucxErrorHandling = !p.sameHost || options_.networkOnly ||
+                         (options_.peerErrorHandlingOnHost && r != rank_) ||
                          (!sameProcess && !ProcessWatch::supported());
 
     ucp_ep_params_t ep{};
@@ -189,10 +230,11 @@ void UcxTransport::setUp(OutOfBand& oob) {
   }
 
   WEFT_INFO(kSubsysNet,
-            "ucx[{}] rank {}/{}: peers on this host: {} ({} watched by pid); peers with UCX peer "
-            "error handling: {}{}",
-            options_.label, rank_, nranks_, onHost, watched, handled,
-            onHost > 0 && !options_.peerErrorHandlingOnHost
+            "ucx[{}] rank {}/{}: connected to {} rank(s){}, {} of them on this host ({} watched by "
+            "pid), {} with UCX peer error handling{}",
+            options_.label, rank_, nranks_, connected,
+            options_.networkOnly ? " over network transports only" : "", onHost, watched, handled,
+            onHost > 0 && !options_.peerErrorHandlingOnHost && !options_.networkOnly
                 ? "; same-host peers use shared memory without UCX error handling (UCX 1.13 has "
                   "none for sysv/posix/cma)"
                 : "");
@@ -201,7 +243,7 @@ void UcxTransport::setUp(OutOfBand& oob) {
     bool shown[2][2] = {};
     for (int r = 0; r < nranks_; ++r) {
       const Peer& p = peers_[r];
-      if (r == rank_ || shown[p.sameHost][p.ucxErrorHandling]) continue;
+      if (r == rank_ || p.ep == nullptr || shown[p.sameHost][p.ucxErrorHandling]) continue;
       shown[p.sameHost][p.ucxErrorHandling] = true;
       WEFT_INFO(kSubsysNet, "ucx[{}] rank {} -> rank {} ({}, error handling {}): {}",
                 options_.label, rank_, r, p.sameHost ? "same host" : "other host",

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lib/base/deadline.hpp"
 #include "lib/base/env.hpp"
@@ -29,11 +30,22 @@ struct UcxTransportOptions {
   // cancel() of a receive that UCX has already matched (data in flight) waits this long for it
   // to land before closing the endpoint to its sender.
   int64_t cancelGraceMs = 5000;
+
+  // The ranks to connect to; empty: every rank, this one included. Posting to or from a rank
+  // left out fails the request. A communicator whose same-host peers go through weft's shm
+  // transport (transports/routed) passes only the ranks on other hosts.
+  std::vector<int> peers;
+
+  // Give UCX network transports only (UCX_TLS=^sm: no sysv, posix or cma), for when every rank in
+  // `peers` is on another host: the worker then neither opens nor polls shared-memory interfaces
+  // nobody would use. A UCX_TLS in the environment wins.
+  bool networkOnly = false;
 };
 
 // Creates the transport for rank oob.rank() of oob.nranks() (at most 2^20 ranks): creates the
-// UCP context and worker, swaps worker addresses with oob.allGather and connects to every peer,
-// this rank included. Throws weft::Error on failure or when options.setupDeadline passes.
+// UCP context and worker, swaps worker addresses with oob.allGather (every rank takes part) and
+// connects to options.peers (every rank, this one included, when empty). Throws weft::Error on
+// failure or when options.setupDeadline passes.
 std::unique_ptr<Transport> createUcxTransport(OutOfBand& oob, const UcxTransportOptions& options);
 
 }  // namespace weft

@@ -121,6 +121,12 @@ class UcxTransport final : public Transport {
   void cancel(Request* req) override;
   void close(Deadline deadline) override { shutDown(deadline, /*force=*/false); }
   std::string lostPeer() const override { return lost_; }
+  // The transports UCX chose for the endpoint to `peer` ("sysv/memory.0, cma/memory.0",
+  // "tcp/lo.0"); empty when there is none (not connected, or failed).
+  std::string lanesTo(int peer) const;
+  // The transports this rank's UCP context may use ("self/memory0, tcp/eth0, tcp/lo,
+  // sysv/memory, ..."), from ucp_context_print_info.
+  std::string resources() const;
 
   // Called from UCP callbacks.
   void completeOp(PendingOp* op, ucs_status_t status, size_t length);

@@ -471,3 +471,75 @@ TEST_CASE("waitForActivity sleeps until a message arrives, over shared memory an
   INFO(joinErrors(errors));
   CHECK(joinErrors(errors).empty());
 }
+
+// What a communicator spanning hosts asks of UCX (lib/comm, connectHosts): endpoints only to the
+// ranks shared memory does not carry, and no shared-memory transports in the worker. Here the
+// ranks are threads of one host, where UCX would otherwise pick sysv and cma between them.
+TEST_CASE("a transport told its peers connects only to them, networkOnly without sysv/posix/cma") {
+  const bool networkOnly = GENERATE(false, true);
+  ThreadOobGroup group(3);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    // Ranks 0 and 1 connect to each other only; rank 2 takes part in the address exchange and
+    // connects to itself alone.
+    UcxTransportOptions options;
+    options.peers = {rank == 2 ? 2 : 1 - rank};
+    options.networkOnly = networkOnly;
+    auto t = makeUcx(oob, options);
+    auto& ucx = dynamic_cast<weft::ucx::UcxTransport&>(*t);
+    const std::string resources = ucx.resources();
+    expect(resources.find("tcp/") != std::string::npos, "no tcp among " + resources);
+    for (const char* shm : {"sysv/", "posix/", "cma/"})
+      expect((resources.find(shm) == std::string::npos) == networkOnly,
+             fmt::format("networkOnly={}: {}", networkOnly, resources));
+    if (rank < 2) {
+      const int peer = 1 - rank;
+      const std::string lanes = ucx.lanesTo(peer);
+      expect(!lanes.empty(), "no endpoint to the peer given");
+      expect(weft::ucx::sharedMemoryLanes(lanes) != networkOnly,
+             fmt::format("lanes to rank {} with networkOnly={}: {}", peer, networkOnly, lanes));
+      expect(ucx.lanesTo(rank).empty() && ucx.lanesTo(2).empty(),
+             "an endpoint to a rank left out of peers");
+      // A rank left out: what is posted to or from it fails at once, naming it.
+      Request toSelf, fromTwo;
+      uint8_t byte = 0;
+      t->postSend(rank, 1, &byte, 1, &toSelf);
+      t->postRecv(2, 1, &byte, 1, &fromTwo);
+      for (Request* r : {&toSelf, &fromTwo})
+        expect(r->state.load() == Request::kFailed &&
+                   r->error.find("is not among the ranks this UCX transport connects to") !=
+                       std::string::npos,
+               fmt::format("post to a rank left out: state {}, '{}'",
+                           static_cast<int>(r->state.load()), r->error));
+      // The peer given works at 1 MiB (rendezvous) and 8 B.
+      for (size_t bytes : {size_t{1} << 20, size_t{8}}) {
+        std::vector<uint8_t> out = patterned(bytes, bytes + rank), in(bytes);
+        Request send, recv;
+        t->postRecv(peer, bytes, in.data(), bytes, &recv);
+        t->postSend(peer, bytes, out.data(), bytes, &send);
+        waitDone(*t, {&send, &recv}, "exchange", &group);
+        expectPattern(in, bytes, bytes + peer, fmt::format("{} bytes from rank {}", bytes, peer));
+      }
+    }
+    barrierAndClose(*t, oob);
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
+TEST_CASE("a transport asked to connect to a rank that does not exist is refused") {
+  ThreadOobGroup group(1);
+  auto errors = runRanks(group, [&](int, OutOfBand& oob) {
+    UcxTransportOptions options;
+    options.peers = {1};
+    try {
+      makeUcx(oob, options);
+      throw std::runtime_error("created");
+    } catch (const Error& e) {
+      expect(e.result() == weftInvalidUsage &&
+                 std::string(e.what()).find("connect to rank 1 of 1") != std::string::npos,
+             e.what());
+    }
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
