@@ -182,9 +182,9 @@ void UcxTransport::setUp(OutOfBand& oob) {
     ++connected;
     // Self never fails on its own; a peer in this process shares our fate.
     bool sameProcess = p.sameHost && info.pid == me.pid;
-    p.ucxErrorHandling = !p.sameHost || options_.networkOnly ||
-                         (options_.peerErrorHandlingOnHost && r != rank_) ||
-                         (!sameProcess && !ProcessWatch::supported());
+    p.ucxErrorHandling =
+        !p.sameHost || ((options_.networkOnly || options_.peerErrorHandlingOnHost) && r != rank_) ||
+        (!sameProcess && !ProcessWatch::supported());
 
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;

@@ -38,7 +38,8 @@ struct UcxTransportOptions {
 
   // Give UCX network transports only (UCX_TLS=^sm: no sysv, posix or cma), for when every rank in
   // `peers` is on another host: the worker then neither opens nor polls shared-memory interfaces
-  // nobody would use. A UCX_TLS in the environment wins.
+  // nobody would use, and every endpoint to another rank asks for UCX peer error handling. A
+  // UCX_TLS in the environment wins.
   bool networkOnly = false;
 };
 
