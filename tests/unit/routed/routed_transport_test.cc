@@ -1,8 +1,9 @@
 // The routed transport (transports/routed): each peer reached through the transport its route
-// names, under that transport's name for it; progress, flush, close and lostPeer reach every
-// transport; a cancel reaches the one that holds the request; it sleeps on every busy
-// transport at once. Loopback transports stand in for shm and UCX (the multi-host tests in
-// tests/integration/multihost run the real pair).
+// names, under that transport's name for it; progress reaches every busy transport on every
+// call and the others now and then; flush, close and lostPeer reach every transport; a cancel
+// reaches the one that holds the request; it sleeps on every busy transport at once. Loopback
+// transports stand in for shm and UCX (the multi-host tests in tests/integration/multihost run the
+// real pair).
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -101,6 +102,8 @@ struct TwoHosts {
 
 TEST_CASE("routed: every pair exchanges through the way its route names") {
   TwoHosts bed;
+  for (Recorder* r : bed.near) r->isBusy = true;  // progressed on every call
+  for (Recorder* r : bed.far) r->isBusy = true;
   CHECK(std::string(bed.routed[0]->name()) == "near+far");
   // Payloads of 8 bytes and of 4 KiB (past loopback's eager limit: the send waits for its
   // receive), from every rank to every rank, itself included.
@@ -135,6 +138,25 @@ TEST_CASE("routed: every pair exchanges through the way its route names") {
   CHECK(bed.far[2]->peers == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});
   CHECK(bed.near[0]->progressCalls == 200);
   CHECK(bed.far[0]->progressCalls == 200);
+}
+
+TEST_CASE("routed: an idle way is progressed on one call in 16, a busy way on every call") {
+  TwoHosts bed;
+  Transport& t = *bed.routed[1];
+  bed.far[1]->isBusy = true;
+  for (int i = 0; i < 64; ++i) t.progress();
+  CHECK(bed.far[1]->progressCalls == 64);
+  CHECK(bed.near[1]->progressCalls == 4);
+  // An idle way still moves what reached it: a message to rank 0 that rank 0's routed
+  // transport finds while only its far way is busy.
+  uint64_t out = 42, in = 0;
+  Request send, recv;
+  bed.routed[1]->postSend(0, 3, &out, sizeof out, &send);
+  bed.routed[0]->postRecv(1, 3, &in, sizeof in, &recv);
+  bed.far[0]->isBusy = true;
+  for (int i = 0; i < 64 && recv.state.load() != Request::kDone; ++i) bed.routed[0]->progress();
+  CHECK(recv.state.load() == Request::kDone);
+  CHECK(in == 42);
 }
 
 TEST_CASE("routed: a cancel reaches the way that holds the request") {
