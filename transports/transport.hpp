@@ -93,7 +93,8 @@ class Transport {
   virtual void disarmWake() {}
 
   // Whether a request posted here has not finished yet. A transport that does not track it says
-  // true. A routed transport (transports/routed) arms only its transports that are busy.
+  // true. A routed transport (transports/routed) arms only its transports that are busy, and
+  // progresses the others only on one call in 16.
   virtual bool busy() const { return true; }
 
   // Hands over what this rank still owes its peers for requests that completed here, and says
