@@ -45,6 +45,9 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_HOST_ID", "(boot id + IPC namespace)",
            "ranks with the same value are on one host (they must be able to share memory); "
            "replaces the identity weft reads from the kernel"},
+    EnvVar{"WEFT_NET_CHANNELS", "1",
+           "connections (UCX endpoints) per peer on another host, 1..8: message k of a transfer "
+           "goes on connection k mod N, for links one tcp connection cannot fill"},
     EnvVar{"WEFT_SHM_MODE", "auto",
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped, else "
            "CMA, else staged), staged (always through the segment) or cma"},
@@ -138,6 +141,8 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
     env.check = parseInteger("WEFT_CHECK", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)
     env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
+  if (const char* v = get("WEFT_NET_CHANNELS"); v && *v)
+    env.netChannels = static_cast<int>(parseInteger("WEFT_NET_CHANNELS", v, 1, 8));
   if (const char* v = get("WEFT_SHM_MODE"); v && *v) {
     env.shmMode = v;
     if (env.shmMode != "auto" && env.shmMode != "staged" && env.shmMode != "cma")

@@ -210,6 +210,8 @@ void Comm::connectHosts(Deadline deadline) {
   UcxTransportOptions options;
   options.label = label_;
   options.setupDeadline = deadline;
+  static_assert(kMaxChannels == 8, "WEFT_NET_CHANNELS takes 1..8 (lib/base/env.cc)");
+  options.channels = env().netChannels;
   if (ranksPerHost_ < 2 || env().shmDisable) {
     transport_ = createUcxTransport(*bootstrap_, options);
     return;

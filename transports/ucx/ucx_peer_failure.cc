@@ -67,7 +67,7 @@ void UcxTransport::handleFailures() {
       if (op->desc.isRecv) ucp_request_cancel(worker_, op);
     }
     // Sends (and receives already matched) end when the endpoint goes.
-    if (p.ep != nullptr) closeFailedEndpoint(p);
+    if (p.connected()) closeFailedEndpoints(p);
   }
   failedQueue_.clear();
   if (drainingPeers_ == 0) return;
@@ -75,12 +75,19 @@ void UcxTransport::handleFailures() {
   for (int r = 0; r < nranks_; ++r) {
     Peer& p = peers_[r];
     if (!p.draining) continue;
-    if (p.closeRequest != nullptr) {
-      if (ucp_request_check_status(p.closeRequest) == UCS_INPROGRESS) continue;
-      ucp_request_free(p.closeRequest);
-      p.closeRequest = nullptr;
-      p.drainUntil = now + std::chrono::milliseconds(kDrainMs);
+    bool closing = false, closed = false;
+    for (void*& c : p.closeRequests) {
+      if (c == nullptr) continue;
+      if (ucp_request_check_status(c) == UCS_INPROGRESS) {
+        closing = true;
+        continue;
+      }
+      ucp_request_free(c);
+      c = nullptr;
+      closed = true;
     }
+    if (closing) continue;
+    if (closed) p.drainUntil = now + std::chrono::milliseconds(kDrainMs);
     if (p.pendingCount > 0 && now < p.drainUntil) continue;
     detachAll(p, Request::kFailed, "");
     p.draining = false;
@@ -88,13 +95,17 @@ void UcxTransport::handleFailures() {
   }
 }
 
-void UcxTransport::closeFailedEndpoint(Peer& p) {
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-  ucs_status_ptr_t sp = ucp_ep_close_nbx(p.ep, &param);
-  p.ep = nullptr;
-  p.closeRequest = UCS_PTR_IS_PTR(sp) ? sp : nullptr;
+// Every channel goes: a peer is lost for the transport when any of its connections is.
+void UcxTransport::closeFailedEndpoints(Peer& p) {
+  for (int c = 0; c < kMaxChannels; ++c) {
+    if (p.eps[c] == nullptr) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(p.eps[c], &param);
+    p.eps[c] = nullptr;
+    p.closeRequests[c] = UCS_PTR_IS_PTR(sp) ? sp : nullptr;
+  }
   p.drainUntil = Clock::now() + std::chrono::milliseconds(kDrainMs);
   p.draining = true;
   ++drainingPeers_;

@@ -65,7 +65,7 @@ bool UcxTransport::refusePost(const OpDesc& d, Request* req) {
     return true;
   }
   const Peer& p = peers_[d.peer];
-  if (p.failed || p.ep == nullptr) {
+  if (p.failed || !p.connected()) {
     failRequest(req, fmt::format("rank {}: {} failed: {}", rank_, describe(d), peerFailure(p)));
     return true;
   }
@@ -116,8 +116,8 @@ void UcxTransport::postSend(int peer, uint64_t tag, const void* buf, size_t byte
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
   param.cb.send = onSendDone;
-  ucs_status_ptr_t sp = ucp_tag_send_nbx(peers_[peer].ep, bytes > 0 ? buf : &zeroByte, bytes,
-                                         packTag(rank_, tag), &param);
+  ucs_status_ptr_t sp = ucp_tag_send_nbx(peers_[peer].endpointFor(tag), bytes > 0 ? buf : &zeroByte,
+                                         bytes, packTag(rank_, tag), &param);
   if (UCS_PTR_IS_PTR(sp)) {
     track(static_cast<PendingOp*>(sp), d, req);
   } else {
@@ -210,9 +210,9 @@ bool UcxTransport::flush() {
   for (int r : touched_) {
     Peer& p = peers_[r];
     p.touched = false;
-    if (p.failed || p.ep == nullptr) continue;
+    if (p.failed || !p.connected()) continue;
     ucp_request_param_t param{};
-    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p.ep, &param);
+    ucs_status_ptr_t sp = ucp_ep_flush_nbx(p.eps[0], &param);  // shared memory: one channel
     // An error status means the endpoint failed: its requests report that, nothing is owed.
     if (UCS_PTR_IS_PTR(sp)) flushing_.push_back({r, sp});
   }

@@ -77,8 +77,13 @@ std::string UcxTransport::resources() const {
 }
 
 std::string UcxTransport::lanesTo(int peer) const {
-  if (peer < 0 || peer >= nranks_ || peers_[peer].ep == nullptr) return {};
-  return endpointLanes(peers_[peer].ep);
+  if (peer < 0 || peer >= nranks_ || !peers_[peer].connected()) return {};
+  return endpointLanes(peers_[peer].eps[0]);
+}
+
+int UcxTransport::channelsTo(int peer) const {
+  if (peer < 0 || peer >= nranks_ || !peers_[peer].connected()) return 0;
+  return peers_[peer].channels;
 }
 
 void UcxTransport::setUp(OutOfBand& oob) {
@@ -91,6 +96,10 @@ void UcxTransport::setUp(OutOfBand& oob) {
          rank_, kMaxRanks, kRankBits, nranks_);
   }
 
+  if (options_.channels < 1 || options_.channels > kMaxChannels) {
+    fail(weftInvalidUsage, "rank {}: the UCX transport takes 1..{} channels per peer, got {}",
+         rank_, kMaxChannels, options_.channels);
+  }
   std::vector<char> wanted(static_cast<size_t>(nranks_), options_.peers.empty());
   for (int r : options_.peers) {
     if (r < 0 || r >= nranks_)
@@ -163,7 +172,7 @@ void UcxTransport::setUp(OutOfBand& oob) {
   touched_.reserve(static_cast<size_t>(nranks_));
   flushing_.reserve(static_cast<size_t>(nranks_));
   exited_.reserve(static_cast<size_t>(nranks_));
-  int connected = 0, onHost = 0, watched = 0, handled = 0;
+  int connected = 0, endpoints = 0, onHost = 0, watched = 0, handled = 0;
   for (int r = 0; r < nranks_; ++r) {
     PeerInfo info = decodePeerInfo(blobs[r], rank_, r, nranks_);
     if (info.flags != me.flags) {
@@ -195,11 +204,16 @@ void UcxTransport::setUp(OutOfBand& oob) {
       ep.err_handler.cb = onPeerError;
       ep.err_handler.arg = &p;
     }
-    status = ucp_ep_create(worker_, &ep, &p.ep);
-    if (status != UCS_OK) {
-      fail(weftSystemError, "rank {}: connecting to rank {} ({}, error handling {}) failed: {}",
-           rank_, r, p.sameHost ? "same host" : "other host", p.ucxErrorHandling ? "peer" : "none",
-           ucs_status_string(status));
+    // Channels only for peers over network transports: shared memory is not one flow.
+    p.channels = r != rank_ && p.ucxErrorHandling ? options_.channels : 1;
+    for (int c = 0; c < p.channels; ++c) {
+      status = ucp_ep_create(worker_, &ep, &p.eps[c]);
+      if (status != UCS_OK) {
+        fail(weftSystemError,
+             "rank {}: connecting to rank {} ({}, error handling {}, channel {} of {}) failed: {}",
+             rank_, r, p.sameHost ? "same host" : "other host",
+             p.ucxErrorHandling ? "peer" : "none", c, p.channels, ucs_status_string(status));
+      }
     }
     // A peer on another host must not be reached through shared memory: network namespaces on
     // one kernel share a boot id, so UCX takes them for one machine and would use sysv, posix
@@ -207,7 +221,7 @@ void UcxTransport::setUp(OutOfBand& oob) {
     // handling these endpoints ask for only on network transports; a UCX that did otherwise
     // (or a UCX_TLS without any network transport) is refused here, not run over fake links.
     if (!p.sameHost) {
-      const std::string lanes = endpointLanes(p.ep);
+      const std::string lanes = endpointLanes(p.eps[0]);
       if (sharedMemoryLanes(lanes)) {
         fail(weftSystemError,
              "rank {}: UCX connects to rank {} on another host through shared memory ({}); "
@@ -224,16 +238,19 @@ void UcxTransport::setUp(OutOfBand& oob) {
                   options_.label, rank_, r, info.pid);
       }
     }
+    endpoints += p.channels;
     onHost += p.sameHost && r != rank_;
     watched += p.watched;
     handled += p.ucxErrorHandling;
   }
 
   WEFT_INFO(kSubsysNet,
-            "ucx[{}] rank {}/{}: connected to {} rank(s){}, {} of them on this host ({} watched by "
-            "pid), {} with UCX peer error handling{}",
+            "ucx[{}] rank {}/{}: connected to {} rank(s){} with {} endpoints ({} channel(s) per "
+            "network peer), {} of them on this host ({} watched by pid), {} with UCX peer error "
+            "handling{}",
             options_.label, rank_, nranks_, connected,
-            options_.networkOnly ? " over network transports only" : "", onHost, watched, handled,
+            options_.networkOnly ? " over network transports only" : "", endpoints,
+            options_.channels, onHost, watched, handled,
             onHost > 0 && !options_.peerErrorHandlingOnHost && !options_.networkOnly
                 ? "; same-host peers use shared memory without UCX error handling (UCX 1.13 has "
                   "none for sysv/posix/cma)"
@@ -243,11 +260,11 @@ void UcxTransport::setUp(OutOfBand& oob) {
     bool shown[2][2] = {};
     for (int r = 0; r < nranks_; ++r) {
       const Peer& p = peers_[r];
-      if (r == rank_ || p.ep == nullptr || shown[p.sameHost][p.ucxErrorHandling]) continue;
+      if (r == rank_ || !p.connected() || shown[p.sameHost][p.ucxErrorHandling]) continue;
       shown[p.sameHost][p.ucxErrorHandling] = true;
       WEFT_INFO(kSubsysNet, "ucx[{}] rank {} -> rank {} ({}, error handling {}): {}",
                 options_.label, rank_, r, p.sameHost ? "same host" : "other host",
-                p.ucxErrorHandling ? "peer" : "none", endpointLanes(p.ep));
+                p.ucxErrorHandling ? "peer" : "none", endpointLanes(p.eps[0]));
     }
   }
 }
@@ -308,16 +325,20 @@ void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
         op->cancelRequested = true;
         if (op->desc.isRecv) ucp_request_cancel(worker_, op);
       }
-      if (p.closeRequest != nullptr) forced.push_back(p.closeRequest);
-      p.closeRequest = nullptr;
-      if (p.ep == nullptr) continue;
+      for (void*& c : p.closeRequests) {
+        if (c != nullptr) forced.push_back(c);
+        c = nullptr;
+      }
       const bool forceThis = force || p.failed;
-      ucp_request_param_t param{};
-      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = forceThis ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-      ucs_status_ptr_t sp = ucp_ep_close_nbx(p.ep, &param);
-      p.ep = nullptr;
-      if (UCS_PTR_IS_PTR(sp)) (forceThis ? forced : flushing).push_back(sp);
+      for (ucp_ep_h& e : p.eps) {
+        if (e == nullptr) continue;
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = forceThis ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        ucs_status_ptr_t sp = ucp_ep_close_nbx(e, &param);
+        e = nullptr;
+        if (UCS_PTR_IS_PTR(sp)) (forceThis ? forced : flushing).push_back(sp);
+      }
     }
     drainingPeers_ = 0;
     // Progress until every endpoint is closed and UCX has handed back every request. Flushing

@@ -13,6 +13,9 @@
 
 namespace weft {
 
+// The most endpoints per peer (UcxTransportOptions::channels).
+constexpr int kMaxChannels = 8;
+
 struct UcxTransportOptions {
   // Names the transport in log lines and UCX's own context/worker names (communicator name or id).
   std::string label = "ucx";
@@ -41,6 +44,14 @@ struct UcxTransportOptions {
   // nobody would use, and every endpoint to another rank asks for UCX peer error handling. A
   // UCX_TLS in the environment wins.
   bool networkOnly = false;
+
+  // Endpoints per peer reached over the network (1..kMaxChannels), each its own connection (for
+  // tcp, its own socket): message k to a peer goes on channel k mod `channels`, so the chunks of
+  // a pipelined transfer travel side by side, for links one connection cannot fill (one tcp flow
+  // is bound to one core's protocol processing and one congestion window). Self and same-host
+  // peers on shared memory always get one. Ranks may differ: a receive matches on the worker,
+  // whatever endpoint carried the message.
+  int channels = 1;
 };
 
 // Creates the transport for rank oob.rank() of oob.nranks() (at most 2^20 ranks): creates the

@@ -6,14 +6,15 @@
 #include <sys/types.h>
 #include <ucp/api/ucp.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "transports/transport.hpp"
 #include "lib/base/process_watch.hpp"
+#include "transports/transport.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
 namespace weft::ucx {
@@ -43,10 +44,15 @@ struct PendingOp {
 struct Peer {
   UcxTransport* owner = nullptr;
   int rank = -1;
-  ucp_ep_h ep = nullptr;
-  // After a failure: the force close in flight, then a short wait for UCX to complete what it
+  // Its endpoints, each its own connection: message k to this peer (transport tag k) goes on
+  // channel k mod `channels`, so a pipelined transfer spreads over all of them. Peers reached
+  // over the network get UcxTransportOptions::channels, the others one. All null when not
+  // connected and after a failure.
+  std::array<ucp_ep_h, kMaxChannels> eps{};
+  int channels = 0;
+  // After a failure: the force closes in flight, then a short wait for UCX to complete what it
   // purges, before the transport abandons what is left.
-  void* closeRequest = nullptr;
+  std::array<void*, kMaxChannels> closeRequests{};
   bool draining = false;
   Clock::time_point drainUntil{};
   bool sameHost = false;
@@ -60,6 +66,9 @@ struct Peer {
   PendingOp* pending = nullptr;
   size_t pendingCount = 0;
   bool touched = false;  // a message went to or came from it since the last flush()
+
+  bool connected() const { return eps[0] != nullptr; }
+  ucp_ep_h endpointFor(uint64_t tag) const { return eps[tag % static_cast<uint64_t>(channels)]; }
 };
 
 // An endpoint flush in flight (flush()): the UCP request, polled, and the peer it concerns.
@@ -124,6 +133,8 @@ class UcxTransport final : public Transport {
   // The transports UCX chose for the endpoint to `peer` ("sysv/memory.0, cma/memory.0",
   // "tcp/lo.0"); empty when there is none (not connected, or failed).
   std::string lanesTo(int peer) const;
+  // The endpoints (channels) to `peer`; 0 when there is none.
+  int channelsTo(int peer) const;
   // The transports this rank's UCP context may use ("self/memory0, tcp/eth0, tcp/lo,
   // sysv/memory, ..."), from ucp_context_print_info.
   std::string resources() const;
@@ -146,7 +157,7 @@ class UcxTransport final : public Transport {
   void detachAll(Peer& p, Request::State state, const std::string& why);
   void handleFailures();
   void pollWatch();
-  void closeFailedEndpoint(Peer& p);
+  void closeFailedEndpoints(Peer& p);
   // ucx_transport.cc: set-up and teardown.
   void quiesce(Deadline deadline);
   void shutDown(Deadline deadline, bool force) noexcept;

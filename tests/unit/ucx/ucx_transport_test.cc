@@ -1,8 +1,13 @@
 // The UCX transport between ranks that are threads of this process: data moves intact at every
 // size, receives match (peer, tag) whatever the posting order, sizes that disagree fail the
 // receive, cancel and close finish everything.
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <numeric>
 #include <random>
 
@@ -537,6 +542,131 @@ TEST_CASE("a transport asked to connect to a rank that does not exist is refused
     } catch (const Error& e) {
       expect(e.result() == weftInvalidUsage &&
                  std::string(e.what()).find("connect to rank 1 of 1") != std::string::npos,
+             e.what());
+    }
+  });
+  INFO(joinErrors(errors));
+  CHECK(joinErrors(errors).empty());
+}
+
+namespace {
+
+// This process's ends of established TCP connections, each with the bytes it has received
+// (TCP_INFO): a connection between two thread ranks of this process has both its ends here.
+std::vector<uint64_t> tcpEndsReceived() {
+  std::vector<uint64_t> received;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (ec || target.rfind("socket:[", 0) != 0) continue;
+    const int fd = std::stoi(entry.path().filename().string());
+    tcp_info info{};
+    socklen_t length = sizeof(info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) continue;  // not tcp
+    constexpr uint8_t kEstablished = 1;  // TCP_ESTABLISHED, the kernel's include/net/tcp_states.h
+    if (info.tcpi_state == kEstablished) received.push_back(info.tcpi_bytes_received);
+  }
+  return received;
+}
+
+// Every rank sends every other rank `messages` messages of `bytes` (tags 0..messages-1, so
+// every channel carries some), receives posted in a shuffled order, and checks them.
+void exchangeOnEveryChannel(Transport& t, int rank, int nranks, int messages, size_t bytes,
+                            const ThreadOobGroup& group) {
+  std::vector<std::vector<uint8_t>> out, in;
+  std::vector<Request> reqs(static_cast<size_t>(2 * messages * nranks));
+  std::vector<Request*> all;
+  for (int m : shuffled(messages, static_cast<uint32_t>(rank))) {
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == rank) continue;
+      in.emplace_back(bytes);
+      Request* r = &reqs[all.size()];
+      all.push_back(r);
+      t.postRecv(peer, static_cast<uint64_t>(m), in.back().data(), bytes, r);
+    }
+  }
+  for (int m = 0; m < messages; ++m) {
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == rank) continue;
+      out.push_back(patterned(bytes, static_cast<uint64_t>(m * 1000 + rank * 100 + peer)));
+      Request* r = &reqs[all.size()];
+      all.push_back(r);
+      t.postSend(peer, static_cast<uint64_t>(m), out.back().data(), bytes, r);
+    }
+  }
+  waitDone(t, all, "exchange on every channel", &group);
+  size_t i = 0;
+  for (int m : shuffled(messages, static_cast<uint32_t>(rank))) {
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == rank) continue;
+      expectPattern(in[i++], bytes, static_cast<uint64_t>(m * 1000 + peer * 100 + rank),
+                    fmt::format("message {} ({} bytes) from rank {}", m, bytes, peer));
+    }
+  }
+}
+
+}  // namespace
+
+// UcxTransportOptions::channels: a rank opens that many endpoints to every peer it reaches over
+// the network, each its own tcp connection, and sends message k on channel k mod channels. The
+// ranks here are threads of one host, given network transports only (as for other hosts).
+TEST_CASE("channels: every network peer gets its own connection per channel, messages intact") {
+  constexpr int kRanks = 3;
+  constexpr size_t kLarge = size_t{256} << 10;
+  std::vector<uint64_t> ends[2];
+  for (int phase = 0; phase < 2; ++phase) {
+    // Phase 0: one channel everywhere. Phase 1: 3, 1 and 2 channels (ranks may differ).
+    const int wanted[2][kRanks] = {{1, 1, 1}, {3, 1, 2}};
+    ThreadOobGroup group(kRanks);
+    auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+      UcxTransportOptions options;
+      options.networkOnly = true;
+      options.channels = wanted[phase][rank];
+      auto t = makeUcx(oob, options);
+      auto& ucx = dynamic_cast<weft::ucx::UcxTransport&>(*t);
+      for (int peer = 0; peer < kRanks; ++peer) {
+        const int expected = peer == rank ? 1 : wanted[phase][rank];
+        expect(ucx.channelsTo(peer) == expected, fmt::format("{} channels to rank {}, asked {}",
+                                                             ucx.channelsTo(peer), peer, expected));
+      }
+      for (size_t bytes : {size_t{8}, kLarge})
+        exchangeOnEveryChannel(*t, rank, kRanks, 6, bytes, group);
+      oob.barrier(testDeadline());
+      if (rank == 0) ends[phase] = tcpEndsReceived();
+      barrierAndClose(*t, oob);
+    });
+    INFO(joinErrors(errors));
+    REQUIRE(joinErrors(errors).empty());
+  }
+  auto carried = [&](const std::vector<uint64_t>& e) {
+    return std::count_if(e.begin(), e.end(), [&](uint64_t bytes) { return bytes >= kLarge; });
+  };
+  INFO("established tcp ends: " << ends[0].size() << " with one channel everywhere ("
+                                << carried(ends[0]) << " received large messages), "
+                                << ends[1].size() << " with 3+1+2 (" << carried(ends[1]) << ")");
+  // A pair whose ranks ask for a and b channels holds at least max(a, b) connections: at least
+  // 2 more than with one channel between ranks 0 and 1, 2 between 0 and 2, 1 between 1 and 2,
+  // each counted twice (both ends are ours).
+  CHECK(ends[1].size() >= ends[0].size() + 2 * (2 + 2 + 1));
+  // Each rank's large messages (tags 0..5) to a peer arrive at as many ends as it has channels:
+  // every channel carried some. One channel: 2 per rank; 3+1+2: (3 + 1 + 2) x 2.
+  CHECK(carried(ends[0]) >= 2 * kRanks);
+  CHECK(carried(ends[1]) >= 2 * (3 + 1 + 2));
+}
+
+TEST_CASE("a transport asked for 0 or 9 channels is refused") {
+  const int channels = GENERATE(0, kMaxChannels + 1);
+  ThreadOobGroup group(1);
+  auto errors = runRanks(group, [&](int, OutOfBand& oob) {
+    UcxTransportOptions options;
+    options.channels = channels;
+    try {
+      makeUcx(oob, options);
+      throw std::runtime_error("created");
+    } catch (const Error& e) {
+      expect(e.result() == weftInvalidUsage &&
+                 std::string(e.what()).find(
+                     fmt::format("1..8 channels per peer, got {}", channels)) != std::string::npos,
              e.what());
     }
   });
