@@ -120,7 +120,9 @@ typedef struct weftConfig_v1 {
   const char* commName;
   /* Inter-process transport: "ucx" (the default and, for now, the only one). */
   const char* netName;
-  /* Reserved for weftCommSplit: whether children share the parent's resources. */
+  /* NCCL's hint that children of weftCommSplit may share the parent's resources: 0 or 1.
+   * weft checks the value and does not act on it: every child sets up its own transports,
+   * which changes nothing but the child's set-up cost. */
   int splitShare;
 } weftConfig_t;
 
