@@ -22,6 +22,8 @@ TEST_CASE("an empty environment gives the documented defaults") {
   CHECK(e.timeoutMs == 300000);
   CHECK(e.debugFile.empty());
   CHECK(e.socketIfname.empty());
+  CHECK(e.netChannels == 1);
+  CHECK(parse({{"WEFT_NET_CHANNELS", "4"}}).netChannels == 4);
 }
 
 TEST_CASE("WEFT_DEBUG and WEFT_DEBUG_SUBSYS parse like NCCL's") {
@@ -49,4 +51,6 @@ TEST_CASE("bad values of WEFT_* variables are errors that name the variable") {
   expectError({{"WEFT_TIMEOUT_MS", "0"}}, "out of range");
   expectError({{"WEFT_TIMEOUT_MS", "10x"}}, "WEFT_TIMEOUT_MS");
   expectError({{"WEFT_CHUNK_BYTES", "12"}}, "WEFT_CHUNK_BYTES");
+  for (const char* channels : {"0", "9", "two"})
+    expectError({{"WEFT_NET_CHANNELS", channels}}, "WEFT_NET_CHANNELS");
 }
