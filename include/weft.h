@@ -120,9 +120,12 @@ typedef struct weftConfig_v1 {
   const char* commName;
   /* Inter-process transport: "ucx" (the default and, for now, the only one). */
   const char* netName;
-  /* NCCL's hint that children of weftCommSplit may share the parent's resources: 0 or 1.
-   * weft checks the value and does not act on it: every child sets up its own transports,
-   * which changes nothing but the child's set-up cost. */
+  /* 1: children of weftCommSplit share the parent's UCX worker and endpoints instead of
+   * connecting anew (NCCL's splitShare); 0 (default): each child sets up its own. Read from the
+   * config given to weftCommSplit, or the parent's when that is NULL. Each sharing child has
+   * its own context id in the UCX tag, and the worker lives until the last communicator on it
+   * is destroyed, parent or child. A child that must reach a rank the parent's UCX does not
+   * (itself, when the parent uses UCX only for other hosts) sets up its own. */
   int splitShare;
 } weftConfig_t;
 

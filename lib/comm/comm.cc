@@ -75,7 +75,8 @@ Comm::~Comm() {
 }
 
 std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank,
-                                    const CommConfig& config, AbortFlag abortFlag) {
+                                    const CommConfig& config, AbortFlag abortFlag,
+                                    const UcxShare* share) {
   const Deadline deadline = Deadline::afterMs(config.timeoutMs);
   const UniqueId parsed = UniqueId::fromWire(id);
   std::unique_ptr<Bootstrap> bootstrap =
@@ -87,7 +88,7 @@ std::shared_ptr<Comm> Comm::connect(const weftUniqueId& id, int nranks, int rank
   // no transport at all: its sends to itself are copies.)
   comm->setUpSharedMemory(deadline);
   if (!comm->transport_ && nranks == 1) comm->transport_ = std::move(createLoopbackTransports(1)[0]);
-  if (!comm->transport_) comm->connectHosts(deadline);
+  if (!comm->transport_) comm->connectHosts(deadline, share);
   WEFT_INFO(kSubsysInit, "{}: ready; {} of {} rank(s) on this host; transport {}; {}",
             comm->label(), comm->localSize(), nranks, comm->transport().name(),
             comm->shm() ? "shared-memory collectives" : "no shared-memory collectives");
@@ -206,14 +207,12 @@ void Comm::setUpSharedMemory(Deadline deadline) {
 // ranks (WEFT_SHM_DISABLE unset), weft's shared-memory transport to the peers on this one. Every
 // rank then maps a segment of mailboxes for its host's ranks, even one alone there, so that all
 // take the same steps over the bootstrap. Collective, like setUpSharedMemory.
-void Comm::connectHosts(Deadline deadline) {
-  UcxTransportOptions options;
-  options.label = label_;
-  options.setupDeadline = deadline;
-  static_assert(kMaxChannels == 8, "WEFT_NET_CHANNELS takes 1..8 (lib/base/env.cc)");
-  options.channels = env().netChannels;
+void Comm::connectHosts(Deadline deadline, const UcxShare* share) {
   if (ranksPerHost_ < 2 || env().shmDisable) {
-    transport_ = createUcxTransport(*bootstrap_, options);
+    std::vector<int> everyone(nranks_);
+    for (int r = 0; r < nranks_; ++r) everyone[r] = r;
+    transport_ = makeUcx(share, std::move(everyone), deadline);
+    ucx_ = transport_.get();
     return;
   }
   const LocalGroup group = localGroup();
@@ -226,15 +225,36 @@ void Comm::connectHosts(Deadline deadline) {
   std::vector<Route> routes(nranks_, Route{1, 0});
   for (int r = 0; r < nranks_; ++r) routes[r].peer = r;
   for (int r : group.ranks) routes[r].way = 0;
-  // UCX connects only to the other hosts, over network transports: no endpoints to peers that
-  // shared memory carries, and no shared-memory interfaces in the worker.
+  std::vector<int> others;
   for (int r = 0; r < nranks_; ++r)
-    if (routes[r].way == 1) options.peers.push_back(r);
-  options.networkOnly = true;
+    if (routes[r].way == 1) others.push_back(r);
   std::vector<std::unique_ptr<Transport>> ways;
   ways.push_back(createShmTransport(*segment_, group, shmOptions));
-  ways.push_back(createUcxTransport(*bootstrap_, options));
+  ways.push_back(makeUcx(share, std::move(others), deadline));
+  ucx_ = ways.back().get();
   transport_ = createRoutedTransport(std::move(ways), std::move(routes));
+}
+
+// The UCX transport to `peers` (all ranks, or those on other hosts): a worker of its own or,
+// for a split child with splitShare=1, a context on its parent's.
+std::unique_ptr<Transport> Comm::makeUcx(const UcxShare* share, std::vector<int> peers,
+                                         Deadline deadline) {
+  if (share != nullptr) {
+    return shareUcxTransport(*share->parentUcx, share->context, share->parentRanks, rank_, peers,
+                             label_);
+  }
+  UcxTransportOptions options;
+  options.label = label_;
+  options.setupDeadline = deadline;
+  static_assert(kMaxChannels == 8, "WEFT_NET_CHANNELS takes 1..8 (lib/base/env.cc)");
+  options.channels = env().netChannels;
+  if (static_cast<int>(peers.size()) < nranks_) {
+    // UCX connects only to the other hosts, over network transports: no endpoints to peers
+    // that shared memory carries, and no shared-memory interfaces in the worker.
+    options.peers = std::move(peers);
+    options.networkOnly = true;
+  }
+  return createUcxTransport(*bootstrap_, options);
 }
 
 WaitContext Comm::shmWait(Describer op) {

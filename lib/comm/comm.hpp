@@ -45,9 +45,20 @@ class Comm {
   // communicator is still joining) and everything that waits on the communicator's behalf.
   using AbortFlag = std::shared_ptr<std::atomic<bool>>;
 
-  // Joins the communicator named by `id` over the network (bootstrap, then UCX).
+  // How a communicator split from another shares its parent's UCX worker (splitShare=1):
+  // the parent's UCX transport, the context id every rank of the child agreed on, and the
+  // child's ranks as parent ranks.
+  struct UcxShare {
+    Transport* parentUcx = nullptr;
+    uint32_t context = 0;
+    std::vector<int> parentRanks;
+  };
+
+  // Joins the communicator named by `id` over the network (bootstrap, then UCX: its own
+  // worker, or the one `share` names).
   static std::shared_ptr<Comm> connect(const weftUniqueId& id, int nranks, int rank,
-                                       const CommConfig& config, AbortFlag abortFlag);
+                                       const CommConfig& config, AbortFlag abortFlag,
+                                       const UcxShare* share = nullptr);
 
   // A communicator over a given transport (loopback tests). bootstrap may be null; so may
   // abortFlag (a fresh one is made).
@@ -66,6 +77,11 @@ class Comm {
   const std::string& label() const { return label_; }
   Deadline deadline() const { return Deadline::afterMs(config_.timeoutMs); }
   Transport& transport() { return *transport_; }
+  // The UCX part of the transport (all of it, or the routed transport's way to other hosts);
+  // null when this communicator has none (every rank on this host, with shared memory).
+  Transport* ucx() { return ucx_; }
+  // Whether ucx() connects to every rank, this one included (not only to other hosts).
+  bool ucxToAll() const { return ucx_ != nullptr && ucx_ == transport_.get(); }
   // The communicator's bootstrap (null for communicators made over a given transport).
   Bootstrap* bootstrap() { return bootstrap_.get(); }
 
@@ -142,7 +158,9 @@ class Comm {
   void closeTransport(Deadline deadline);
   LocalGroup localGroup() const;  // the ranks on this host
   void setUpSharedMemory(Deadline deadline);
-  void connectHosts(Deadline deadline);
+  void connectHosts(Deadline deadline, const UcxShare* share);
+  std::unique_ptr<Transport> makeUcx(const UcxShare* share, std::vector<int> peers,
+                                     Deadline deadline);
   void discoverTopology(Deadline deadline);
   void checkLocalPeers();
 
@@ -152,6 +170,7 @@ class Comm {
   std::string label_;
   AbortFlag aborted_;  // declared before the transport and bootstrap, which watch it
   std::unique_ptr<Transport> transport_;
+  Transport* ucx_ = nullptr;  // in transport_
   std::unique_ptr<Bootstrap> bootstrap_;
   std::atomic<bool> finalized_{false};
   bool transportClosed_ = false;

@@ -33,6 +33,7 @@ CommConfig resolveConfig(const weftConfig_t* config) {
   if (config->splitShare != WEFT_CONFIG_UNDEF_INT && config->splitShare != 0 &&
       config->splitShare != 1)
     fail(weftInvalidArgument, "config.splitShare={}: expected 0 or 1", config->splitShare);
+  out.splitShare = config->splitShare == 1;
   return out;
 }
 

@@ -14,6 +14,8 @@ struct CommConfig {
   int64_t timeoutMs = 300000;
   std::string name;        // shown in log lines; may be empty
   std::string netName = "ucx";
+  // weftConfig_t::splitShare: children of weftCommSplit share this communicator's UCX worker.
+  bool splitShare = false;
 };
 
 // Validates `config` (may be null: all defaults) and fills what it leaves unset. Throws

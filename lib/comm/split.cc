@@ -2,21 +2,45 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/executor.hpp"
+#include "lib/base/env.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/log.hpp"
 #include "lib/bootstrap/bootstrap.hpp"
 #include "lib/bootstrap/root.hpp"
+#include "transports/ucx/ucx_transport.hpp"
 
 namespace weft {
 namespace {
 
 struct Member {
   int color, key, rank;
+  uint32_t nextContext;  // ucxContextIds().next when this rank offers to share, else 0
+  uint32_t share;        // 1: splitShare asked for and there is a UCX worker to share
 };
+
+// Whether the children of this split share the parent's UCX worker: every member asked for it,
+// the agreed context id fits the tag, and the worker reaches every peer the child will post to
+// over UCX (a parent that uses UCX only for other hosts has no endpoint to itself, which a
+// child with one rank per host would need). The same answer on every member.
+bool childShares(Comm& parent, Bootstrap& bootstrap, const std::vector<Member>& group,
+                 uint32_t context) {
+  if (group.empty() || parent.ucx() == nullptr) return false;
+  for (const Member& m : group)
+    if (m.share != 1) return false;
+  if (context > ucxContextIds(*parent.ucx()).max) return false;
+  std::map<std::string, int> perHost;
+  int ranksPerHost = 0;
+  for (const Member& m : group)
+    ranksPerHost = std::max(ranksPerHost, ++perHost[bootstrap.rankInfo(m.rank).hostId]);
+  const bool childToAll = ranksPerHost < 2 || env().shmDisable;
+  return parent.ucxToAll() || !childToAll;
+}
 
 std::vector<uint8_t> bytesOf(const void* p, size_t n) {
   const auto* b = static_cast<const uint8_t*>(p);
@@ -88,7 +112,10 @@ std::shared_ptr<Comm> splitComm(Comm& parent, int color, int key, const CommConf
   try {
     parent.waitTurn(ticket);
     const Deadline deadline = parent.deadline();
-    const Member mine{color < 0 ? -1 : color, key, parent.rank()};
+    Transport* ucx = parent.ucx();
+    const bool offer = config.splitShare && ucx != nullptr;
+    const Member mine{color < 0 ? -1 : color, key, parent.rank(),
+                      offer ? ucxContextIds(*ucx).next : 0, offer ? 1u : 0u};
     std::vector<Member> all;
     for (const auto& blob : bootstrap->allGather(bytesOf(&mine, sizeof mine), deadline)) {
       if (blob.size() != sizeof(Member)) fail(weftInternalError, "split: bad member record");
@@ -97,8 +124,11 @@ std::shared_ptr<Comm> splitComm(Comm& parent, int color, int key, const CommConf
       all.push_back(m);
     }
     std::vector<Member> group;
-    for (const Member& m : all)
+    uint32_t context = 0;  // above every id handed out on any rank of the parent
+    for (const Member& m : all) {
       if (mine.color >= 0 && m.color == mine.color) group.push_back(m);
+      context = std::max(context, m.nextContext);
+    }
     std::sort(group.begin(), group.end(), [](const Member& a, const Member& b) {
       return a.key != b.key ? a.key < b.key : a.rank < b.rank;
     });
@@ -117,9 +147,14 @@ std::shared_ptr<Comm> splitComm(Comm& parent, int color, int key, const CommConf
           std::find_if(group.begin(), group.end(),
                        [&](const Member& m) { return m.rank == parent.rank(); }) -
           group.begin());
-      child = Comm::connect(childId, static_cast<int>(group.size()), newRank, config, abortFlag);
-      WEFT_INFO(kSubsysInit, "{}: split color {} key {}: {}", parent.label(), color, key,
-                child->label());
+      Comm::UcxShare share{ucx, context, {}};
+      for (const Member& m : group) share.parentRanks.push_back(m.rank);
+      const bool shares = childShares(parent, *bootstrap, group, context);
+      child = Comm::connect(childId, static_cast<int>(group.size()), newRank, config, abortFlag,
+                            shares ? &share : nullptr);
+      WEFT_INFO(kSubsysInit, "{}: split color {} key {}: {}{}", parent.label(), color, key,
+                child->label(),
+                shares ? fmt::format(", sharing the UCX worker as context {}", context) : "");
     }
   } catch (...) {
     parent.endTurn(ticket);

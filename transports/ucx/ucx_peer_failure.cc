@@ -13,15 +13,29 @@ void onPeerError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   peer->owner->markPeerFailed(peer->rank, status, "");
 }
 
-std::string UcxTransport::peerFailure(const Peer& p) const {
+std::string UcxWorker::peerFailure(const Peer& p, const Context* c) const {
+  const int shown = c != nullptr ? c->shown(p.rank) : p.rank;
   if (!p.failed)
-    return fmt::format("rank {} is not among the ranks this UCX transport connects to", p.rank);
-  return fmt::format("connection to rank {} lost: {}{}{}{}", p.rank,
-                     ucs_status_string(p.failStatus), p.failDetail.empty() ? "" : " (",
-                     p.failDetail, p.failDetail.empty() ? "" : ")");
+    return fmt::format("rank {} is not among the ranks this UCX transport connects to", shown);
+  return fmt::format("connection to rank {} lost: {}{}{}{}", shown, ucs_status_string(p.failStatus),
+                     p.failDetail.empty() ? "" : " (", p.failDetail,
+                     p.failDetail.empty() ? "" : ")");
 }
 
-void UcxTransport::markPeerFailed(int peer, ucs_status_t status, std::string detail) {
+std::string UcxWorker::lostPeer(const Context& c) {
+  std::lock_guard lock(mutex_);
+  if (c.rankOf.empty()) return lost_;
+  for (int r = 0; peers_ && r < nranks_; ++r) {
+    const Peer& p = peers_[r];
+    if (p.failed && c.shown(r) >= 0) {
+      return fmt::format("connection to rank {} lost: {}", c.shown(r),
+                         p.failDetail.empty() ? ucs_status_string(p.failStatus) : p.failDetail);
+    }
+  }
+  return {};
+}
+
+void UcxWorker::markPeerFailed(int peer, ucs_status_t status, std::string detail) {
   Peer& p = peers_[peer];
   if (p.failed) return;
   p.failed = true;
@@ -33,7 +47,7 @@ void UcxTransport::markPeerFailed(int peer, ucs_status_t status, std::string det
                         p.failDetail.empty() ? ucs_status_string(status) : p.failDetail);
 }
 
-void UcxTransport::pollWatch() {
+void UcxWorker::pollWatch() {
   Clock::time_point now = Clock::now();
   if (now < nextWatch_) return;
   nextWatch_ = now + std::chrono::milliseconds(kWatchIntervalMs);
@@ -48,7 +62,7 @@ void UcxTransport::pollWatch() {
 }
 
 // Runs outside UCP callbacks: withdraws what UCX will not complete by itself.
-void UcxTransport::handleFailures() {
+void UcxWorker::handleFailures() {
   for (size_t i = 0; i < failedQueue_.size(); ++i) {
     Peer& p = peers_[failedQueue_[i]];
     if (p.failureHandled) continue;
@@ -96,7 +110,7 @@ void UcxTransport::handleFailures() {
 }
 
 // Every channel goes: a peer is lost for the transport when any of its connections is.
-void UcxTransport::closeFailedEndpoints(Peer& p) {
+void UcxWorker::closeFailedEndpoints(Peer& p) {
   for (int c = 0; c < kMaxChannels; ++c) {
     if (p.eps[c] == nullptr) continue;
     ucp_request_param_t param{};
@@ -112,11 +126,11 @@ void UcxTransport::closeFailedEndpoints(Peer& p) {
 }
 
 // The UCP request stays with UCX (freed without a callback); the caller's Request is finished.
-void UcxTransport::detach(PendingOp* op, Request::State state, std::string message) {
+void UcxWorker::detach(PendingOp* op, Request::State state, std::string message) {
   unlink(op);
   Request* req = op->req;
   op->req = nullptr;
-  op->transport = nullptr;
+  op->worker = nullptr;
   ucp_request_free(op);
   if (req == nullptr) return;
   req->handle = nullptr;
@@ -124,12 +138,13 @@ void UcxTransport::detach(PendingOp* op, Request::State state, std::string messa
   publish(req, state);
 }
 
-void UcxTransport::detachAll(Peer& p, Request::State state, const std::string& why) {
+void UcxWorker::detachAll(Peer& p, Request::State state, const std::string& why) {
   while (p.pending != nullptr) {
     PendingOp* op = p.pending;
-    std::string message = fmt::format("rank {}: {} {}: {}", rank_, describe(op->desc),
+    const Context* c = op->desc.context;
+    std::string message = fmt::format("rank {}: {} {}: {}", c->rank, describe(op->desc),
                                       state == Request::kCancelled ? "cancelled" : "failed",
-                                      why.empty() ? peerFailure(p) : why);
+                                      why.empty() ? peerFailure(p, c) : why);
     detach(op, state, std::move(message));
   }
 }

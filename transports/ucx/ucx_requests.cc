@@ -1,5 +1,6 @@
 // Posting, completing and cancelling requests: the hot path. Nothing here allocates except
 // error messages, and nothing logs above TRACE.
+#include <mutex>
 #include <thread>
 
 #include "lib/base/error.hpp"
@@ -10,8 +11,8 @@
 namespace weft::ucx {
 
 std::string describe(const OpDesc& d) {
-  return fmt::format("{} rank {} (tag {:#x}, {} bytes)", d.isRecv ? "recv from" : "send to", d.peer,
-                     d.tag, d.bytes);
+  return fmt::format("{} rank {} (tag {:#x}, {} bytes)", d.isRecv ? "recv from" : "send to",
+                     d.context->shown(d.peer), d.tag, d.bytes);
 }
 
 void failRequest(Request* req, std::string message) {
@@ -21,13 +22,13 @@ void failRequest(Request* req, std::string message) {
 }
 
 void resetRequest(void* request) {
-  static_cast<PendingOp*>(request)->transport = nullptr;
+  static_cast<PendingOp*>(request)->worker = nullptr;
 }
 
 void onSendDone(void* request, ucs_status_t status, void* /*userData*/) {
   auto* op = static_cast<PendingOp*>(request);
-  op->transport->completeOp(op, status, op->desc.bytes);
-  op->transport = nullptr;
+  op->worker->completeOp(op, status, op->desc.bytes);
+  op->worker = nullptr;
   ucp_request_free(request);
 }
 
@@ -36,20 +37,21 @@ void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
   auto* op = static_cast<PendingOp*>(request);
   bool lengthKnown = info != nullptr && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED);
   size_t length = lengthKnown ? info->length : 0;
-  if (op->transport == nullptr) {  // inside ucp_tag_recv_nbx: the poster frees the request
+  if (op->worker == nullptr) {  // inside ucp_tag_recv_nbx: the poster frees the request
     auto* imm = static_cast<ImmediateRecv*>(userData);
     *imm = ImmediateRecv{true, status, length};
     return;
   }
-  op->transport->completeOp(op, status, length);
-  op->transport = nullptr;
+  op->worker->completeOp(op, status, length);
+  op->worker = nullptr;
   ucp_request_free(request);
 }
 
-void UcxTransport::checkPost(int peer, uint64_t tag, Request* req, const char* what) const {
+void UcxWorker::checkPost(const Context& c, int peer, uint64_t tag, Request* req,
+                          const char* what) const {
   if (peer < 0 || peer >= nranks_ || (tag & ~kTagMask) != 0 || req == nullptr) {
     fail(weftInternalError, "rank {}: {}(peer {}, tag {:#x}) out of range ({} ranks, {} tag bits)",
-         rank_, what, peer, tag, nranks_, kTagBits);
+         c.rank, what, peer < 0 || peer >= nranks_ ? peer : c.shown(peer), tag, nranks_, kTagBits);
   }
   req->bytes = 0;
   req->error.clear();
@@ -58,22 +60,23 @@ void UcxTransport::checkPost(int peer, uint64_t tag, Request* req, const char* w
 }
 
 // Requests to or from a failed peer, or after close, fail at once without reaching UCX.
-bool UcxTransport::refusePost(const OpDesc& d, Request* req) {
-  if (closed_ || closing_) {
-    failRequest(req, fmt::format("rank {}: {} posted after the UCX transport was closed", rank_,
-                                 describe(d)));
+bool UcxWorker::refusePost(const OpDesc& d, Request* req) {
+  if (closed_ || closing_ || d.context->closed) {
+    failRequest(req, fmt::format("rank {}: {} posted after the UCX transport was closed",
+                                 d.context->rank, describe(d)));
     return true;
   }
   const Peer& p = peers_[d.peer];
   if (p.failed || !p.connected()) {
-    failRequest(req, fmt::format("rank {}: {} failed: {}", rank_, describe(d), peerFailure(p)));
+    failRequest(req, fmt::format("rank {}: {} failed: {}", d.context->rank, describe(d),
+                                 peerFailure(p, d.context)));
     return true;
   }
   return false;
 }
 
-void UcxTransport::track(PendingOp* op, const OpDesc& d, Request* req) {
-  op->transport = this;
+void UcxWorker::track(PendingOp* op, const OpDesc& d, Request* req) {
+  op->worker = this;
   op->req = req;
   op->desc = d;
   op->cancelRequested = false;
@@ -84,10 +87,11 @@ void UcxTransport::track(PendingOp* op, const OpDesc& d, Request* req) {
   p.pending = op;
   ++p.pendingCount;
   ++pendingOps_;
+  d.context->pending.fetch_add(1, std::memory_order_relaxed);
   req->handle = op;
 }
 
-void UcxTransport::unlink(PendingOp* op) {
+void UcxWorker::unlink(PendingOp* op) {
   Peer& p = peers_[op->desc.peer];
   if (op->prev != nullptr)
     op->prev->next = op->next;
@@ -97,27 +101,30 @@ void UcxTransport::unlink(PendingOp* op) {
   op->prev = op->next = nullptr;
   --p.pendingCount;
   --pendingOps_;
+  op->desc.context->pending.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // UCX on this rank may owe the peer a message after the request completes (flush()). Only
 // shared-memory endpoints are flushed: see flush().
-void UcxTransport::touch(int peer) {
+void UcxWorker::touch(int peer) {
   Peer& p = peers_[peer];
   if (p.touched || peer == rank_ || !p.sameHost || p.ucxErrorHandling) return;
   p.touched = true;
   touched_.push_back(peer);
 }
 
-void UcxTransport::postSend(int peer, uint64_t tag, const void* buf, size_t bytes, Request* req) {
-  checkPost(peer, tag, req, "postSend");
-  OpDesc d{tag, bytes, peer, false};
+void UcxWorker::postSend(Context& c, int peer, uint64_t tag, const void* buf, size_t bytes,
+                         Request* req) {
+  std::lock_guard lock(mutex_);
+  checkPost(c, peer, tag, req, "postSend");
+  OpDesc d{tag, bytes, peer, false, &c};
   if (refusePost(d, req)) return;
   touch(peer);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
   param.cb.send = onSendDone;
   ucs_status_ptr_t sp = ucp_tag_send_nbx(peers_[peer].endpointFor(tag), bytes > 0 ? buf : &zeroByte,
-                                         bytes, packTag(rank_, tag), &param);
+                                         bytes, packTag(c.id, rankBits_, rank_, tag), &param);
   if (UCS_PTR_IS_PTR(sp)) {
     track(static_cast<PendingOp*>(sp), d, req);
   } else {
@@ -125,9 +132,11 @@ void UcxTransport::postSend(int peer, uint64_t tag, const void* buf, size_t byte
   }
 }
 
-void UcxTransport::postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Request* req) {
-  checkPost(peer, tag, req, "postRecv");
-  OpDesc d{tag, bytes, peer, true};
+void UcxWorker::postRecv(Context& c, int peer, uint64_t tag, void* buf, size_t bytes,
+                         Request* req) {
+  std::lock_guard lock(mutex_);
+  checkPost(c, peer, tag, req, "postRecv");
+  OpDesc d{tag, bytes, peer, true, &c};
   if (refusePost(d, req)) return;
   touch(peer);
   ImmediateRecv imm;
@@ -137,7 +146,7 @@ void UcxTransport::postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Req
   param.cb.recv = onRecvDone;
   param.user_data = &imm;
   ucs_status_ptr_t sp = ucp_tag_recv_nbx(worker_, bytes > 0 ? buf : &zeroByte, bytes,
-                                         packTag(peer, tag), kFullTagMask, &param);
+                                         packTag(c.id, rankBits_, peer, tag), kFullTagMask, &param);
   if (!UCS_PTR_IS_PTR(sp)) {
     settle(req, d, UCS_PTR_STATUS(sp), 0, false);
   } else if (imm.done) {
@@ -148,7 +157,7 @@ void UcxTransport::postRecv(int peer, uint64_t tag, void* buf, size_t bytes, Req
   }
 }
 
-void UcxTransport::completeOp(PendingOp* op, ucs_status_t status, size_t length) {
+void UcxWorker::completeOp(PendingOp* op, ucs_status_t status, size_t length) {
   unlink(op);
   Request* req = op->req;
   op->req = nullptr;
@@ -158,8 +167,8 @@ void UcxTransport::completeOp(PendingOp* op, ucs_status_t status, size_t length)
 }
 
 // Writes the outcome into the caller's Request; the state goes last, with release order.
-void UcxTransport::settle(Request* req, const OpDesc& d, ucs_status_t status, size_t length,
-                          bool cancelled) {
+void UcxWorker::settle(Request* req, const OpDesc& d, ucs_status_t status, size_t length,
+                       bool cancelled) {
   if (status == UCS_OK && (!d.isRecv || length == d.bytes)) {
     req->bytes = d.bytes;
     publish(req, Request::kDone);
@@ -169,20 +178,25 @@ void UcxTransport::settle(Request* req, const OpDesc& d, ucs_status_t status, si
                                                            : fmt::format("more than {}", d.bytes);
     failRequest(req,
                 fmt::format("rank {}: message from rank {} (tag {:#x}) has {} bytes, expected {}",
-                            rank_, d.peer, d.tag, has, d.bytes));
+                            d.context->rank, d.context->shown(d.peer), d.tag, has, d.bytes));
   } else if (cancelled && status == UCS_ERR_CANCELED) {
-    req->error = fmt::format("rank {}: {} cancelled", rank_, describe(d));
+    req->error = fmt::format("rank {}: {} cancelled", d.context->rank, describe(d));
     publish(req, Request::kCancelled);
   } else if (peers_[d.peer].failed) {
-    failRequest(req, fmt::format("rank {}: {} failed: {}", rank_, describe(d),
-                                 peerFailure(peers_[d.peer])));
+    failRequest(req, fmt::format("rank {}: {} failed: {}", d.context->rank, describe(d),
+                                 peerFailure(peers_[d.peer], d.context)));
   } else {
-    failRequest(
-        req, fmt::format("rank {}: {} failed: {}", rank_, describe(d), ucs_status_string(status)));
+    failRequest(req, fmt::format("rank {}: {} failed: {}", d.context->rank, describe(d),
+                                 ucs_status_string(status)));
   }
 }
 
-bool UcxTransport::progress() {
+bool UcxWorker::progress() {
+  std::lock_guard lock(mutex_);
+  return progressLocked();
+}
+
+bool UcxWorker::progressLocked() {
   bool moved = ucp_worker_progress(worker_) != 0;
   if (!watch_.empty() && (++progressCalls_ & 63) == 0) pollWatch();
   if (!failedQueue_.empty()) {
@@ -205,7 +219,8 @@ bool UcxTransport::progress() {
 // endpoints are left alone: a tcp endpoint's flush also waits for the peer to acknowledge every
 // rendezvous put (UCT_FLUSH_FLAG_LOCAL notwithstanding), which takes the peer's progress, the
 // very thing a rank that has returned cannot count on (a 2+1+2-host run hung there).
-bool UcxTransport::flush() {
+bool UcxWorker::flush() {
+  std::lock_guard lock(mutex_);
   if (closed_ || closing_) return true;
   for (int r : touched_) {
     Peer& p = peers_[r];
@@ -218,7 +233,7 @@ bool UcxTransport::flush() {
   }
   touched_.clear();
   if (flushing_.empty()) return true;
-  progress();
+  progressLocked();
   size_t kept = 0;
   for (const EndpointFlush& f : flushing_) {
     // A peer that failed meanwhile is owed nothing: UCX releases the request when it completes.
@@ -232,16 +247,18 @@ bool UcxTransport::flush() {
   return flushing_.empty();
 }
 
-int UcxTransport::armWake() {
-  if (eventFd_ < 0 || closed_) return kCannotWake;
+int UcxWorker::armWake() {
+  std::lock_guard lock(mutex_);
+  if (eventFd_ < 0 || closed_) return Transport::kCannotWake;
   // arm() says BUSY when events are already pending: progress again rather than sleep.
   const ucs_status_t status = ucp_worker_arm(worker_);
-  if (status == UCS_ERR_BUSY) return kWakeNow;
-  if (status != UCS_OK) return kCannotWake;
+  if (status == UCS_ERR_BUSY) return Transport::kWakeNow;
+  if (status != UCS_OK) return Transport::kCannotWake;
   return eventFd_;
 }
 
-void UcxTransport::cancel(Request* req) {
+void UcxWorker::cancel(Request* req) {
+  std::lock_guard lock(mutex_);
   if (req->finished()) return;
   auto* op = static_cast<PendingOp*>(req->handle);
   if (op == nullptr) {  // not in UCX (cannot happen for a posted request; be safe)
@@ -257,7 +274,7 @@ void UcxTransport::cancel(Request* req) {
   } else {
     // UCP cannot withdraw a send. Give one already under way a moment, then close the endpoint:
     // the peer is lost for this transport, which is what a cancel means for the communicator.
-    for (int i = 0; i < 64 && !req->finished(); ++i) progress();
+    for (int i = 0; i < 64 && !req->finished(); ++i) progressLocked();
     if (!req->finished()) {
       markPeerFailed(d.peer, UCS_ERR_CANCELED,
                      "closed by cancel() of a send, which UCP cannot withdraw");
@@ -267,7 +284,7 @@ void UcxTransport::cancel(Request* req) {
   }
   Deadline grace = Deadline::afterMs(options_.cancelGraceMs);
   while (!req->finished()) {
-    if (!progress()) std::this_thread::yield();
+    if (!progressLocked()) std::this_thread::yield();
     if (!grace.expired()) continue;
     if (!endpointClosed) {
       markPeerFailed(
@@ -279,9 +296,9 @@ void UcxTransport::cancel(Request* req) {
       grace = Deadline::afterMs(options_.cancelGraceMs);
     } else if (auto* stuck = static_cast<PendingOp*>(req->handle)) {
       WEFT_WARN(kSubsysNet, "ucx[{}] rank {}: {} not released by UCX after cancel; abandoning it",
-                options_.label, rank_, describe(d));
+                options_.label, d.context->rank, describe(d));
       detach(stuck, Request::kCancelled,
-             fmt::format("rank {}: {} cancelled (abandoned)", rank_, describe(d)));
+             fmt::format("rank {}: {} cancelled (abandoned)", d.context->rank, describe(d)));
     }
   }
 }

@@ -1,9 +1,11 @@
-// Set-up (UCP context, worker, address exchange, endpoints) and teardown of the UCX transport.
+// Set-up (UCP context, worker, address exchange, endpoints) and teardown of a rank's UCX worker,
+// and the contexts that communicators hold on it.
 #include "transports/ucx/ucx_transport.hpp"
 
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -62,7 +64,8 @@ bool sharedMemoryLanes(std::string_view lanes) {
   return lanes.find("/memory") != std::string::npos;
 }
 
-std::string UcxTransport::resources() const {
+std::string UcxWorker::resources() {
+  std::lock_guard lock(mutex_);
   std::string names;
   std::string all = printed([&](FILE* f) { ucp_context_print_info(context_, f); });
   // "#      resource 3  :  md 2  dev 3  flags -- sysv/memory"
@@ -76,17 +79,19 @@ std::string UcxTransport::resources() const {
   return names;
 }
 
-std::string UcxTransport::lanesTo(int peer) const {
+std::string UcxWorker::lanesTo(int peer) {
+  std::lock_guard lock(mutex_);
   if (peer < 0 || peer >= nranks_ || !peers_[peer].connected()) return {};
   return endpointLanes(peers_[peer].eps[0]);
 }
 
-int UcxTransport::channelsTo(int peer) const {
+int UcxWorker::channelsTo(int peer) {
+  std::lock_guard lock(mutex_);
   if (peer < 0 || peer >= nranks_ || !peers_[peer].connected()) return 0;
   return peers_[peer].channels;
 }
 
-void UcxTransport::setUp(OutOfBand& oob) {
+void UcxWorker::setUp(OutOfBand& oob) {
   rank_ = oob.rank();
   nranks_ = oob.nranks();
   if (nranks_ < 1 || nranks_ > kMaxRanks || rank_ < 0 || rank_ >= nranks_) {
@@ -95,6 +100,7 @@ void UcxTransport::setUp(OutOfBand& oob) {
          "ranks",
          rank_, kMaxRanks, kRankBits, nranks_);
   }
+  rankBits_ = rankBitsFor(nranks_);
 
   if (options_.channels < 1 || options_.channels > kMaxChannels) {
     fail(weftInvalidUsage, "rank {}: the UCX transport takes 1..{} channels per peer, got {}",
@@ -269,12 +275,86 @@ void UcxTransport::setUp(OutOfBand& oob) {
   }
 }
 
+void UcxWorker::attach(Context& c) {
+  std::lock_guard lock(mutex_);
+  contexts_.push_back(&c);
+}
+
+uint32_t UcxWorker::nextContext() {
+  std::lock_guard lock(mutex_);
+  return nextContext_;
+}
+
+uint32_t UcxWorker::maxContext() const {
+  return maxContextFor(rankBits_);
+}
+
+void UcxWorker::useContextsUpTo(uint32_t id) {
+  std::lock_guard lock(mutex_);
+  nextContext_ = std::max(nextContext_, id + 1);
+}
+
+bool UcxWorker::connectedTo(int peer) {
+  std::lock_guard lock(mutex_);
+  return peer >= 0 && peer < nranks_ && peers_[peer].connected() && !peers_[peer].failed;
+}
+
+// A context closes; the worker goes with the last one. Until then the endpoints stay, since
+// the other communicators still use them.
+void UcxWorker::closeContext(Context& c, Deadline deadline, bool force) noexcept {
+  std::lock_guard lock(mutex_);
+  if (c.closed) return;
+  c.closed = true;
+  std::erase(contexts_, &c);
+  if (contexts_.empty()) {
+    shutDown(deadline, force);
+    return;
+  }
+  withdraw(c, force ? deadline.earlier(Deadline::afterMs(kDrainMs)) : deadline);
+}
+
+// Finishes the requests of one context while the others carry on: receives are cancelled,
+// sends get until the deadline to complete; what UCX still holds then is abandoned (freed
+// without a callback) and reported cancelled.
+void UcxWorker::withdraw(Context& c, Deadline deadline) {
+  auto forEachOp = [&](auto&& f) {
+    for (int r = 0; peers_ && r < nranks_; ++r) {
+      for (PendingOp *op = peers_[r].pending, *next = nullptr; op != nullptr; op = next) {
+        next = op->next;
+        if (op->desc.context == &c) f(op);
+      }
+    }
+  };
+  try {
+    if (c.pending > 0) {
+      WEFT_WARN(kSubsysNet,
+                "ucx[{}] rank {}: context {} closes with {} requests outstanding; "
+                "cancelling them",
+                options_.label, rank_, c.id, c.pending.load());
+    }
+    forEachOp([&](PendingOp* op) {
+      op->cancelRequested = true;
+      if (op->desc.isRecv) ucp_request_cancel(worker_, op);
+    });
+    while (c.pending > 0 && !deadline.expired()) {
+      if (!progressLocked()) std::this_thread::yield();
+    }
+    forEachOp([&](PendingOp* op) {
+      detach(op, Request::kCancelled,
+             fmt::format("rank {}: {} cancelled: its communicator closed", c.rank,
+                         describe(op->desc)));
+    });
+  } catch (...) {
+    // Formatting may throw bad_alloc; nothing here must escape a close.
+  }
+}
+
 // Lets UCX finish what it started on its own, wire-up replies included, then flushes every
 // endpoint. UCX 1.13 aborts on an assertion when ucp_worker_destroy has to purge a wire-up reply
 // still queued on a tcp endpoint (fixed upstream by openucx/ucx#8175); a transport destroyed
 // right after its first messages hits it. Progressing until the worker has been idle for a
 // while (about 2 ms; tcp connection events arrive from UCX's async thread) avoids it.
-void UcxTransport::quiesce(Deadline deadline) {
+void UcxWorker::quiesce(Deadline deadline) {
   constexpr int kIdleCalls = 100;
   constexpr auto kIdleTime = std::chrono::milliseconds(2);
   int idleCalls = 0;
@@ -300,7 +380,7 @@ void UcxTransport::quiesce(Deadline deadline) {
 // close() (force = false) flushes every endpoint; the destructor without close (force = true)
 // drops them. Both finish outstanding requests, destroy the worker and the context, and do not
 // throw.
-void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
+void UcxWorker::shutDown(Deadline deadline, bool force) noexcept {
   if (closed_ || worker_ == nullptr) {
     if (context_ != nullptr) ucp_cleanup(context_);
     context_ = nullptr;
@@ -397,9 +477,10 @@ void UcxTransport::shutDown(Deadline deadline, bool force) noexcept {
 }  // namespace ucx
 
 std::unique_ptr<Transport> createUcxTransport(OutOfBand& oob, const UcxTransportOptions& options) {
-  auto transport = std::make_unique<ucx::UcxTransport>(options);
-  transport->setUp(oob);  // on failure the destructor releases what set-up created
-  return transport;
+  auto worker = std::make_shared<ucx::UcxWorker>(options);
+  worker->setUp(oob);  // on failure the destructor releases what set-up created
+  const int rank = worker->rank();
+  return std::make_unique<ucx::UcxTransport>(std::move(worker), 0, rank, std::vector<int>{});
 }
 
 }  // namespace weft

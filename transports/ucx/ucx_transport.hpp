@@ -1,9 +1,12 @@
 // The UCX transport: tagged messages between the ranks of one communicator over UCP (one UCP
-// context and worker per rank), for peers on other hosts and, with WEFT_SHM_DISABLE=1, on this
-// host. See README.md for the tag layout, threading and how peer failures are detected.
+// context and worker per rank, which split children may share), for peers on other hosts and,
+// with WEFT_SHM_DISABLE=1, on this host. See README.md for the tag layout, threading, sharing
+// and how peer failures are detected.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,5 +62,26 @@ struct UcxTransportOptions {
 // connects to options.peers (every rank, this one included, when empty). Throws weft::Error on
 // failure or when options.setupDeadline passes.
 std::unique_ptr<Transport> createUcxTransport(OutOfBand& oob, const UcxTransportOptions& options);
+
+// Sharing a rank's UCX worker and endpoints between a communicator and those split from it
+// (weftConfig_t::splitShare). `ucx` must come from createUcxTransport or shareUcxTransport.
+// Each communicator on a worker has a context id, carried in the UCP tag of its messages
+// (tag_layout.hpp), so that theirs never match each other's receives.
+struct UcxContextIds {
+  uint32_t next;  // the lowest id this rank has not handed out
+  uint32_t max;   // the largest the tag can carry with this worker's ranks (0: no sharing)
+};
+UcxContextIds ucxContextIds(Transport& ucx);
+
+// A transport for rank `rank` of a new communicator over `ucx`'s worker: its rank i is rank
+// parentRanks[i] of `ucx`'s communicator. No connection is made and nothing is exchanged: every
+// peer it will post to must be one `ucx` connects to (weftInternalError otherwise). `context`
+// must be above every id handed out on every rank of the new communicator (the largest of their
+// ucxContextIds().next) and at most max; every rank of the new communicator passes the same.
+// Closing it withdraws only its own requests; the worker closes with the last communicator on
+// it, whichever closes last.
+std::unique_ptr<Transport> shareUcxTransport(Transport& ucx, uint32_t context,
+                                             std::span<const int> parentRanks, int rank,
+                                             std::span<const int> peers, const std::string& label);
 
 }  // namespace weft

@@ -42,6 +42,66 @@ TEST_CASE("split by color orders ranks by key, leaves NOCOLOR out, and the child
   });
 }
 
+namespace {
+
+// `rounds` allreduces of 3000 int32 on `comm`, rank r contributing r + 1 + i % 5 at element i;
+// "" when every result is right, else what went wrong. No Catch macros: runs on helper threads.
+std::string sumRounds(weftComm_t comm, int rounds) {
+  int size = 0, rank = -1;
+  if (weftCommCount(comm, &size) != weftSuccess || weftCommUserRank(comm, &rank) != weftSuccess)
+    return "cannot query the communicator";
+  std::vector<int32_t> x(3000);
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = rank + 1 + static_cast<int32_t>(i % 5);
+    if (weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, comm, nullptr) !=
+        weftSuccess)
+      return "allreduce failed: " + lastError(comm);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const int32_t want = size * (size + 1) / 2 + size * static_cast<int32_t>(i % 5);
+      if (x[i] != want)
+        return "round " + std::to_string(round) + ": element " + std::to_string(i) + " is " +
+               std::to_string(x[i]) + ", expected " + std::to_string(want);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+// splitShare=1: with WEFT_SHM_DISABLE=1 (ctest runs this case so too) the parent talks over
+// UCX and its children share its worker, each as its own context (the test that runs it so
+// checks the log for it). Parent, child and grandchild then run at once, each from its own
+// thread, and the children outlive their parent.
+TEST_CASE("splitShare=1 children run beside their parent from other threads and outlive it") {
+  const int n = 5;
+  ThreadComms comms(n);
+  onEveryRank(n, [&](int r) {
+    weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+    config.splitShare = 1;
+    weftComm_t child = nullptr, grandchild = nullptr;
+    REQUIRE(weftCommSplit(comms[r], r % 2, r, &child, &config) == weftSuccess);
+    int childRank = -1;
+    REQUIRE(weftCommUserRank(child, &childRank) == weftSuccess);
+    // The grandchild reverses the child's order and inherits its config (splitShare=1).
+    REQUIRE(weftCommSplit(child, 0, -childRank, &grandchild, nullptr) == weftSuccess);
+    std::string onParent, onChild;
+    std::thread parentThread([&] { onParent = sumRounds(comms[r], 30); });
+    std::thread childThread([&] { onChild = sumRounds(child, 30); });
+    const std::string onGrandchild = sumRounds(grandchild, 30);
+    parentThread.join();
+    childThread.join();
+    CHECK(onParent == "");
+    CHECK(onChild == "");
+    CHECK(onGrandchild == "");
+    REQUIRE(weftCommDestroy(comms[r]) == weftSuccess);
+    comms.forget(r);
+    CHECK(sumRounds(grandchild, 3) == "");
+    CHECK(sumRounds(child, 3) == "");
+    REQUIRE(weftCommDestroy(grandchild) == weftSuccess);
+    REQUIRE(weftCommDestroy(child) == weftSuccess);
+  });
+}
+
 TEST_CASE("shrink leaves out the excluded ranks and the survivors carry on") {
   const int n = 4;
   ThreadComms comms(n);

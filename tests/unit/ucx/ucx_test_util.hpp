@@ -4,8 +4,12 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -97,6 +101,24 @@ inline void expect(bool ok, const std::string& what) {
 inline void barrierAndClose(Transport& t, OutOfBand& oob) {
   oob.barrier(testDeadline());
   t.close(testDeadline());
+}
+
+// This process's ends of established TCP connections, each with the bytes it has received
+// (TCP_INFO): a connection between two thread ranks of this process has both its ends here.
+inline std::vector<uint64_t> tcpEndsReceived() {
+  std::vector<uint64_t> received;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (ec || target.rfind("socket:[", 0) != 0) continue;
+    const int fd = std::stoi(entry.path().filename().string());
+    tcp_info info{};
+    socklen_t length = sizeof(info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) continue;  // not tcp
+    constexpr uint8_t kEstablished = 1;  // TCP_ESTABLISHED, the kernel's include/net/tcp_states.h
+    if (info.tcpi_state == kEstablished) received.push_back(info.tcpi_bytes_received);
+  }
+  return received;
 }
 
 inline std::string joinErrors(const std::vector<std::string>& errors) {

@@ -1,13 +1,8 @@
 // The UCX transport between ranks that are threads of this process: data moves intact at every
 // size, receives match (peer, tag) whatever the posting order, sizes that disagree fail the
 // receive, cancel and close finish everything.
-#include <linux/tcp.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <numeric>
 #include <random>
 
@@ -550,24 +545,6 @@ TEST_CASE("a transport asked to connect to a rank that does not exist is refused
 }
 
 namespace {
-
-// This process's ends of established TCP connections, each with the bytes it has received
-// (TCP_INFO): a connection between two thread ranks of this process has both its ends here.
-std::vector<uint64_t> tcpEndsReceived() {
-  std::vector<uint64_t> received;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
-    if (ec || target.rfind("socket:[", 0) != 0) continue;
-    const int fd = std::stoi(entry.path().filename().string());
-    tcp_info info{};
-    socklen_t length = sizeof(info);
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) continue;  // not tcp
-    constexpr uint8_t kEstablished = 1;  // TCP_ESTABLISHED, the kernel's include/net/tcp_states.h
-    if (info.tcpi_state == kEstablished) received.push_back(info.tcpi_bytes_received);
-  }
-  return received;
-}
 
 // Every rank sends every other rank `messages` messages of `bytes` (tags 0..messages-1, so
 // every channel carries some), receives posted in a shuffled order, and checks them.
