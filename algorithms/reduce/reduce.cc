@@ -17,7 +17,10 @@
 #define WEFT_REDUCE_X86 0
 #endif
 
-#if WEFT_REDUCE_X86 && defined(__GNUC__) && !defined(__clang__)
+// ThreadSanitizer builds go without: the loader runs ifunc resolvers while relocating the
+// library, before libtsan is initialised, and the instrumented resolver crashes every program
+// that links weft at start-up (GCC 12).
+#if WEFT_REDUCE_X86 && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 // GCC compiles each hot loop three times and the dynamic loader picks one for the CPU (ifunc).
 // avx512f lets GCC use 512-bit vectors for 32- and 64-bit elements; byte elements stay at 256
 // bits (that needs avx512bw). Clang (14) does not support target_clones on templates, so a
