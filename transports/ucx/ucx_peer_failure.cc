@@ -113,12 +113,8 @@ void UcxWorker::handleFailures() {
 void UcxWorker::closeFailedEndpoints(Peer& p) {
   for (int c = 0; c < kMaxChannels; ++c) {
     if (p.eps[c] == nullptr) continue;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t sp = ucp_ep_close_nbx(p.eps[c], &param);
+    p.closeRequests[c] = closeEndpoint(p.eps[c], /*force=*/true);
     p.eps[c] = nullptr;
-    p.closeRequests[c] = UCS_PTR_IS_PTR(sp) ? sp : nullptr;
   }
   p.drainUntil = Clock::now() + std::chrono::milliseconds(kDrainMs);
   p.draining = true;

@@ -47,6 +47,14 @@ void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
   ucp_request_free(request);
 }
 
+void* closeEndpoint(ucp_ep_h ep, bool force) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+  return UCS_PTR_IS_PTR(sp) ? sp : nullptr;
+}
+
 void UcxWorker::checkPost(const Context& c, int peer, uint64_t tag, Request* req,
                           const char* what) const {
   if (peer < 0 || peer >= nranks_ || (tag & ~kTagMask) != 0 || req == nullptr) {

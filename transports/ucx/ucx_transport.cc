@@ -412,12 +412,9 @@ void UcxWorker::shutDown(Deadline deadline, bool force) noexcept {
       const bool forceThis = force || p.failed;
       for (ucp_ep_h& e : p.eps) {
         if (e == nullptr) continue;
-        ucp_request_param_t param{};
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = forceThis ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-        ucs_status_ptr_t sp = ucp_ep_close_nbx(e, &param);
+        void* closing = closeEndpoint(e, forceThis);
         e = nullptr;
-        if (UCS_PTR_IS_PTR(sp)) (forceThis ? forced : flushing).push_back(sp);
+        if (closing != nullptr) (forceThis ? forced : flushing).push_back(closing);
       }
     }
     drainingPeers_ = 0;

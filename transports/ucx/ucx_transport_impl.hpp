@@ -123,6 +123,9 @@ inline void publish(Request* req, Request::State state) {
   req->state.store(state, std::memory_order_release);
 }
 void failRequest(Request* req, std::string message);
+// Starts closing an endpoint: flushing it first, or at once with `force` (its requests are
+// purged). The close request to poll and free, or null when it closed on the spot.
+void* closeEndpoint(ucp_ep_h ep, bool force);
 
 // UCP callbacks (ucx_requests.cc; onPeerError in ucx_peer_failure.cc).
 void resetRequest(void* request);
