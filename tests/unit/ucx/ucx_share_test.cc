@@ -214,3 +214,52 @@ TEST_CASE("sharing refuses context 0, ids beyond the tag, and peers the worker d
   INFO(joinErrors(errors));
   CHECK(joinErrors(errors).empty());
 }
+
+// A peer lost to one context is lost to all on the worker, and each names it as it numbers
+// it: context 1 numbers the worker's ranks 2, 1, 0 as 0, 1, 2.
+TEST_CASE("shared worker: a vanished peer fails every context, each naming it in its numbering") {
+  constexpr int kRanks = 3;
+  ThreadOobGroup group(kRanks);
+  std::vector<std::string> baseErrors(kRanks), sharedErrors(kRanks), lost(kRanks);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    Exchange first;
+    std::vector<uint8_t> in(100);
+    Request fromBase, fromShared;
+    UcxTransportOptions options;
+    options.networkOnly = true;  // tcp with UCX peer error handling, as between hosts
+    auto base = makeUcx(oob, options);
+    const int reversed[] = {2, 1, 0}, all[] = {0, 1, 2};
+    auto shared = shareUcxTransport(*base, 1, reversed, kRanks - 1 - rank, all, "reversed");
+    postExchange(*base, rank, kRanks, 64, 0, first);  // every connection up
+    waitDone(*base, first.all, "context 0 before the loss", &group);
+    if (rank == 2) {
+      oob.barrier(testDeadline());
+      shared.reset();  // gone without close(), as if the rank had crashed
+      base.reset();
+      return;
+    }
+    base->postRecv(2, 5, in.data(), in.size(), &fromBase);
+    shared->postRecv(0, 5, in.data(), in.size(), &fromShared);  // worker rank 2 again
+    // Rank 2 vanishes now, while this rank progresses.
+    oob.barrier(testDeadline());
+    waitFinished(*base, {&fromBase, &fromShared}, "receives from a vanished peer", &group);
+    expect(fromBase.state.load() == Request::kFailed && fromShared.state.load() == Request::kFailed,
+           "a receive from the vanished peer did not fail");
+    baseErrors[rank] = fromBase.error;
+    sharedErrors[rank] = fromShared.error;
+    lost[rank] = shared->lostPeer();
+    shared->close(testDeadline());
+    base->close(testDeadline());
+  });
+  INFO(joinErrors(errors));
+  REQUIRE(joinErrors(errors).empty());
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank << ": " << baseErrors[rank] << " | " << sharedErrors[rank] << " | "
+                 << lost[rank]);
+    CHECK(baseErrors[rank].rfind(fmt::format("rank {}: recv from rank 2 ", rank), 0) == 0);
+    CHECK(baseErrors[rank].find("connection to rank 2 lost") != std::string::npos);
+    CHECK(sharedErrors[rank].rfind(fmt::format("rank {}: recv from rank 0 ", 2 - rank), 0) == 0);
+    CHECK(sharedErrors[rank].find("connection to rank 0 lost") != std::string::npos);
+    CHECK(lost[rank].rfind("connection to rank 0 lost", 0) == 0);
+  }
+}
