@@ -102,6 +102,26 @@ TEST_CASE("splitShare=1 children run beside their parent from other threads and 
   });
 }
 
+// An aborted child gives its context back and leaves the worker to its parent, which goes on
+// working and can split again (the next child gets the next context id).
+TEST_CASE("splitShare=1: aborting a child leaves its parent and later children working") {
+  const int n = 4;
+  ThreadComms comms(n);
+  onEveryRank(n, [&](int r) {
+    weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+    config.splitShare = 1;
+    weftComm_t child = nullptr, again = nullptr;
+    REQUIRE(weftCommSplit(comms[r], r % 2, r, &child, &config) == weftSuccess);
+    CHECK(sumRounds(child, 2) == "");
+    REQUIRE(weftCommAbort(child) == weftSuccess);
+    CHECK(sumRounds(comms[r], 3) == "");
+    REQUIRE(weftCommSplit(comms[r], 0, -r, &again, &config) == weftSuccess);
+    CHECK(sumRounds(again, 3) == "");
+    CHECK(sumRounds(comms[r], 1) == "");
+    REQUIRE(weftCommDestroy(again) == weftSuccess);
+  });
+}
+
 TEST_CASE("shrink leaves out the excluded ranks and the survivors carry on") {
   const int n = 4;
   ThreadComms comms(n);
