@@ -66,6 +66,13 @@ std::string sumRounds(weftComm_t comm, int rounds) {
   return "";
 }
 
+// weftCommSplit with splitShare=1 in its config.
+weftResult_t splitSharing(weftComm_t parent, int color, int key, weftComm_t* child) {
+  weftConfig_t config = WEFT_CONFIG_INITIALIZER;
+  config.splitShare = 1;
+  return weftCommSplit(parent, color, key, child, &config);
+}
+
 }  // namespace
 
 // splitShare=1: with WEFT_SHM_DISABLE=1 (ctest runs this case so too) the parent talks over
@@ -76,10 +83,8 @@ TEST_CASE("splitShare=1 children run beside their parent from other threads and 
   const int n = 5;
   ThreadComms comms(n);
   onEveryRank(n, [&](int r) {
-    weftConfig_t config = WEFT_CONFIG_INITIALIZER;
-    config.splitShare = 1;
     weftComm_t child = nullptr, grandchild = nullptr;
-    REQUIRE(weftCommSplit(comms[r], r % 2, r, &child, &config) == weftSuccess);
+    REQUIRE(splitSharing(comms[r], r % 2, r, &child) == weftSuccess);
     int childRank = -1;
     REQUIRE(weftCommUserRank(child, &childRank) == weftSuccess);
     // The grandchild reverses the child's order and inherits its config (splitShare=1).
@@ -108,14 +113,12 @@ TEST_CASE("splitShare=1: aborting a child leaves its parent and later children w
   const int n = 4;
   ThreadComms comms(n);
   onEveryRank(n, [&](int r) {
-    weftConfig_t config = WEFT_CONFIG_INITIALIZER;
-    config.splitShare = 1;
     weftComm_t child = nullptr, again = nullptr;
-    REQUIRE(weftCommSplit(comms[r], r % 2, r, &child, &config) == weftSuccess);
+    REQUIRE(splitSharing(comms[r], r % 2, r, &child) == weftSuccess);
     CHECK(sumRounds(child, 2) == "");
     REQUIRE(weftCommAbort(child) == weftSuccess);
     CHECK(sumRounds(comms[r], 3) == "");
-    REQUIRE(weftCommSplit(comms[r], 0, -r, &again, &config) == weftSuccess);
+    REQUIRE(splitSharing(comms[r], 0, -r, &again) == weftSuccess);
     CHECK(sumRounds(again, 3) == "");
     CHECK(sumRounds(comms[r], 1) == "");
     REQUIRE(weftCommDestroy(again) == weftSuccess);
