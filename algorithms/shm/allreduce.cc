@@ -5,6 +5,9 @@
 //   input; rank r reduces slice r of the chunk from every slot into its own slot (the owner of a
 //   slice is the only one to compute it, so all ranks end with the same bits); then every rank
 //   copies every slice into its output;
+// - direct one-shot (ranks read each other's buffers in place, every rank has a core, no rank
+//   in place, up to kDirectOneShotReadBytes read per rank): every rank reduces every rank's
+//   input straight into its output, in rank order;
 // - peer read (large, direct or CMA): rank r reduces slice r of the whole buffer straight from
 //   the peers' inputs into its output, then copies the other slices from the peers' outputs.
 #include <algorithm>
@@ -33,10 +36,16 @@ void ShmCollectives::allReduce(const NativeCall& call) {
   const uint64_t bytes = call.count * call.elemSize;
   if (oversubscribed_ && n() > 1 && bytes <= kLastArriverBytes) return allReduceLastArriver(call);
   if (n() > 1 && bytes <= kInlineBytes) return allReduceInline(call);
-  if (n() == 1 || bytes <= kOneShotBytes ||
-      (!oversubscribed_ && bytes * n() <= kOneShotReadBytes))
-    return allReduceOneShot(call);
+  if (n() == 1 || bytes <= kOneShotBytes) return allReduceOneShot(call);
+  const bool oneShotFits = !oversubscribed_ && bytes * n() <= kOneShotReadBytes;
+  // Other processes' buffers are private unless they come from weftMemAlloc: small calls do not
+  // pay for asking (choosePath waits for every rank).
+  if (oneShotFits && !group_.oneProcess) return allReduceOneShot(call);
   const Path path = choosePath(call);
+  if (path == Path::Direct && !oversubscribed_ && bytes * n() <= kDirectOneShotReadBytes &&
+      !anyRankInPlace(bytes))
+    return allReduceDirectOneShot(call);
+  if (oneShotFits) return allReduceOneShot(call);
   if (path == Path::Staged) return allReduceStaged(call);
   allReducePeerRead(call, path);
 }
@@ -67,6 +76,24 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     arrive();
     releaseSlot(s);
   }
+}
+
+// Every rank reads every input in place, so no rank may write its output while a peer might
+// still read the same memory as an input (anyRankInPlace). The output is reduced a slot-sized
+// piece at a time, so the partial sums stay in cache while each further input is added.
+void ShmCollectives::allReduceDirectOneShot(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);
+  auto* out = static_cast<uint8_t*>(call.recvbuff);
+  for (uint64_t at = 0; at < call.count; at += piece) {
+    const uint64_t len = std::min(piece, call.count - at);
+    uint8_t* dst = out + at * es;
+    call.reduce(dst, view(0, Side::Send, at * es), view(1, Side::Send, at * es), len);
+    for (int q = 2; q < n(); ++q) call.reduce(dst, dst, view(q, Side::Send, at * es), len);
+  }
+  // Nobody may leave (and let its caller reuse its input) while a peer still reads it.
+  arrive();
+  waitAll(phase_);
 }
 
 // Tiny payloads: each rank writes its input into its own inline line and bumps that line's

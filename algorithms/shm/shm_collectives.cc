@@ -182,6 +182,14 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   return Path::Cma;
 }
 
+bool ShmCollectives::anyRankInPlace(uint64_t bytes) const {
+  for (int q = 0; q < n(); ++q) {
+    const Exposure& e = exposure(q);
+    if (e.send && e.recv && e.send < e.recv + bytes && e.recv < e.send + bytes) return true;
+  }
+  return false;
+}
+
 const uint8_t* ShmCollectives::view(int q, Side side, uint64_t offset) const {
   return (side == Side::Send ? peerSend_[q] : peerRecv_[q]) + offset;
 }

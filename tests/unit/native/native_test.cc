@@ -80,6 +80,36 @@ std::vector<std::string> sweep(Collective coll, int n) {
   return all;
 }
 
+// Ranks that differ in place: the even ranks run in place, the odd ones out of place. A rank
+// that writes its output while a peer still reads the same memory as its input would corrupt
+// that peer's sum (the direct one-shot allreduce must see it and not run).
+std::vector<std::string> mixedInPlace(int n) {
+  ThreadComms comms(n);
+  std::vector<std::vector<std::string>> failures(n);
+  CaseShape shape{Collective::AllReduce, n, 0, 0, weftFloat32, weftSum};
+  const CaseInputs inputs(shape, kMaxCount);
+  onEveryRank(n, [&](int r) {
+    RankBuffers buffers(sharedBuffers());
+    CaseShape mine = shape;
+    const bool inPlace = r % 2 == 0;
+    for (uint64_t count : {uint64_t{12289}, kMaxCount, uint64_t{7}, kMaxCount}) {
+      mine.count = count;
+      buffers.prepare(mine, r, inPlace, inputs);
+      if (issue(mine, buffers, weftSum, comms[r], nullptr) != weftSuccess) {
+        failures[r].push_back(describeCase(mine, inPlace) + ": " + weftGetLastError(comms[r]));
+        return;
+      }
+      std::string first;
+      if (const uint64_t wrong = buffers.check(mine, r, inputs, first))
+        failures[r].push_back(fmt::format("rank {}, {}: {} wrong; first: {}", r,
+                                          describeCase(mine, inPlace), wrong, first));
+    }
+  });
+  std::vector<std::string> all;
+  for (auto& f : failures) all.insert(all.end(), f.begin(), f.end());
+  return all;
+}
+
 void check(Collective coll) {
   for (int n = 1; n <= 8; ++n) {
     if (!sweepRanks(n)) continue;
@@ -99,6 +129,15 @@ TEST_CASE("reduce") { check(Collective::Reduce); }
 TEST_CASE("broadcast") { check(Collective::Broadcast); }
 TEST_CASE("allgather") { check(Collective::AllGather); }
 TEST_CASE("alltoall") { check(Collective::AlltoAll); }
+TEST_CASE("allreduce with some ranks in place") {
+  for (int n = 1; n <= 8; ++n) {
+    if (!sweepRanks(n)) continue;
+    const std::vector<std::string> failures = mixedInPlace(n);
+    INFO(n << " ranks: " << failures.size() << " failure(s)");
+    for (size_t i = 0; i < std::min<size_t>(failures.size(), 5); ++i) UNSCOPED_INFO(failures[i]);
+    CHECK(failures.empty());
+  }
+}
 TEST_CASE("gather and scatter") {
   check(Collective::Gather);
   check(Collective::Scatter);
