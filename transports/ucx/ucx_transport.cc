@@ -316,15 +316,18 @@ void UcxWorker::closeContext(Context& c, Deadline deadline, bool force) noexcept
 // Finishes the requests of one context while the others carry on: receives are cancelled,
 // sends get until the deadline to complete; what UCX still holds then is abandoned (freed
 // without a callback) and reported cancelled.
-void UcxWorker::withdraw(Context& c, Deadline deadline) {
-  auto forEachOp = [&](auto&& f) {
-    for (int r = 0; peers_ && r < nranks_; ++r) {
-      for (PendingOp *op = peers_[r].pending, *next = nullptr; op != nullptr; op = next) {
-        next = op->next;
-        if (op->desc.context == &c) f(op);
-      }
+void UcxWorker::cancelPending(const Context* only) {
+  for (int r = 0; peers_ && r < nranks_; ++r) {
+    for (PendingOp *op = peers_[r].pending, *next = nullptr; op != nullptr; op = next) {
+      next = op->next;
+      if (only != nullptr && op->desc.context != only) continue;
+      op->cancelRequested = true;
+      if (op->desc.isRecv) ucp_request_cancel(worker_, op);
     }
-  };
+  }
+}
+
+void UcxWorker::withdraw(Context& c, Deadline deadline) {
   try {
     if (c.pending > 0) {
       WEFT_WARN(kSubsysNet,
@@ -332,18 +335,19 @@ void UcxWorker::withdraw(Context& c, Deadline deadline) {
                 "cancelling them",
                 options_.label, rank_, c.id, c.pending.load());
     }
-    forEachOp([&](PendingOp* op) {
-      op->cancelRequested = true;
-      if (op->desc.isRecv) ucp_request_cancel(worker_, op);
-    });
+    cancelPending(&c);
     while (c.pending > 0 && !deadline.expired()) {
       if (!progressLocked()) std::this_thread::yield();
     }
-    forEachOp([&](PendingOp* op) {
-      detach(op, Request::kCancelled,
-             fmt::format("rank {}: {} cancelled: its communicator closed", c.rank,
-                         describe(op->desc)));
-    });
+    for (int r = 0; peers_ && r < nranks_; ++r) {
+      for (PendingOp *op = peers_[r].pending, *next = nullptr; op != nullptr; op = next) {
+        next = op->next;
+        if (op->desc.context != &c) continue;
+        detach(op, Request::kCancelled,
+               fmt::format("rank {}: {} cancelled: its communicator closed", c.rank,
+                           describe(op->desc)));
+      }
+    }
   } catch (...) {
     // Formatting may throw bad_alloc; nothing here must escape a close.
   }
@@ -397,14 +401,10 @@ void UcxWorker::shutDown(Deadline deadline, bool force) noexcept {
     // A workaround, not a guarantee: never worth more than kDrainMs (requests stuck on a dead
     // peer keep UCX busy for ever).
     quiesce(deadline.earlier(Deadline::afterMs(kDrainMs)));
+    cancelPending(nullptr);
     std::vector<void*> flushing, forced;
     for (int r = 0; peers_ && r < nranks_; ++r) {
       Peer& p = peers_[r];
-      for (PendingOp *op = p.pending, *next = nullptr; op != nullptr; op = next) {
-        next = op->next;
-        op->cancelRequested = true;
-        if (op->desc.isRecv) ucp_request_cancel(worker_, op);
-      }
       for (void*& c : p.closeRequests) {
         if (c != nullptr) forced.push_back(c);
         c = nullptr;

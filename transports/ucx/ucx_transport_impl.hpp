@@ -203,6 +203,9 @@ class UcxWorker {
   void closeFailedEndpoints(Peer& p);
   // ucx_transport.cc: set-up and teardown.
   void quiesce(Deadline deadline);
+  // Marks the requests of context `only` (of every context when null) cancelled and cancels
+  // their receives; sends stay with UCP, which cannot withdraw them.
+  void cancelPending(const Context* only);
   void withdraw(Context& c, Deadline deadline);
   void shutDown(Deadline deadline, bool force) noexcept;
 
