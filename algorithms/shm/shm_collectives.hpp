@@ -78,9 +78,10 @@ class ShmCollectives {
   static constexpr uint64_t kOneShotReadBytes = 128 << 10;
   // Ranks that read each other's buffers in place (threads, weftMemAlloc buffers), every one
   // with a core and none in place: allreduces where each rank reads at most this much have every
-  // rank reduce every input straight into its output (one phase, no staging copy).
-  // perf/compare --weft-registered, 2 ranks: 0.6x the time at 256 KiB, 0.8x at 1 MiB, 0.85x at
-  // 2 MiB; 1.1-1.5x at 4 MiB, where the reduce-scatter + allgather reads half as much.
+  // rank reduce every input straight into its output (one pass, no staging copy).
+  // Against the reduce-scatter + allgather it replaces, 2 ranks (weft-perf -R 1 on processes
+  // and -t 2 on threads, 3 alternating runs): 0.6-0.65x the time at 256 KiB, 0.75-0.8x at
+  // 1 MiB, 0.8-0.9x at 2 MiB; 1.1-1.5x at 4 MiB, where the other reads half as much.
   static constexpr uint64_t kDirectOneShotReadBytes = 4 << 20;
   // Ranks that outnumber the cores: small allreduces have one rank reduce (allReduceLastArriver)
   // up to this size.
