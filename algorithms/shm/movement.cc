@@ -72,10 +72,13 @@ void ShmCollectives::alltoAll(const NativeCall& call) { movePeerReadOrStaged(cal
 
 void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
   const uint64_t blockBytes = call.count * call.elemSize;
-  // In-place alltoall cannot read peers in place: a rank would overwrite what a peer reads.
-  const bool mayReadPeers = n() > 1 && blockBytes > kPeerReadFromBytes &&
-                            !(call.collective == Collective::AlltoAll && call.inPlace);
-  const Path path = mayReadPeers ? choosePath(call) : Path::Staged;
+  Path path = n() > 1 && blockBytes > kPeerReadFromBytes ? choosePath(call) : Path::Staged;
+  // In-place alltoall cannot read peers in place: a rank would overwrite what a peer reads. The
+  // ranks decide from every rank's published buffers, so that one rank in place sends all of
+  // them through the slots (a rank that alone staged would wait for peers that read instead).
+  if (path != Path::Staged && call.collective == Collective::AlltoAll &&
+      anyRankInPlace(blockBytes * n()))
+    path = Path::Staged;
   if (path == Path::Staged)
     moveStaged(call);
   else

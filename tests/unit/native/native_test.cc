@@ -82,17 +82,20 @@ std::vector<std::string> sweep(Collective coll, int n) {
 
 // Ranks that differ in place: the even ranks run in place, the odd ones out of place. A rank
 // that writes its output while a peer still reads the same memory as its input would corrupt
-// that peer's sum (the direct one-shot allreduce must see it and not run).
-std::vector<std::string> mixedInPlace(int n) {
+// that peer's result: the direct one-shot allreduce and alltoall's reading of peers' buffers
+// must see it and not run, on every rank alike (a rank that alone stages waits for peers that
+// read instead).
+std::vector<std::string> mixedInPlace(Collective coll, int n) {
   ThreadComms comms(n);
   std::vector<std::vector<std::string>> failures(n);
-  CaseShape shape{Collective::AllReduce, n, 0, 0, weftFloat32, weftSum};
-  const CaseInputs inputs(shape, kMaxCount);
+  CaseShape shape{coll, n, 0, 0, weftFloat32, weftSum};
+  const uint64_t largest = holdsBlocks(coll) ? 12289 : kMaxCount;
+  const CaseInputs inputs(shape, largest);
   onEveryRank(n, [&](int r) {
     RankBuffers buffers(sharedBuffers());
     CaseShape mine = shape;
     const bool inPlace = r % 2 == 0;
-    for (uint64_t count : {uint64_t{12289}, kMaxCount, uint64_t{7}, kMaxCount}) {
+    for (uint64_t count : {uint64_t{12289}, largest, uint64_t{7}, largest}) {
       mine.count = count;
       buffers.prepare(mine, r, inPlace, inputs);
       if (issue(mine, buffers, weftSum, comms[r], nullptr) != weftSuccess) {
@@ -129,14 +132,15 @@ TEST_CASE("reduce") { check(Collective::Reduce); }
 TEST_CASE("broadcast") { check(Collective::Broadcast); }
 TEST_CASE("allgather") { check(Collective::AllGather); }
 TEST_CASE("alltoall") { check(Collective::AlltoAll); }
-TEST_CASE("allreduce with some ranks in place") {
-  for (int n = 1; n <= 8; ++n) {
-    if (!sweepRanks(n)) continue;
-    const std::vector<std::string> failures = mixedInPlace(n);
-    INFO(n << " ranks: " << failures.size() << " failure(s)");
-    for (size_t i = 0; i < std::min<size_t>(failures.size(), 5); ++i) UNSCOPED_INFO(failures[i]);
-    CHECK(failures.empty());
-  }
+TEST_CASE("allreduce and alltoall with some ranks in place") {
+  for (Collective coll : {Collective::AllReduce, Collective::AlltoAll})
+    for (int n = 1; n <= 8; ++n) {
+      if (!sweepRanks(n)) continue;
+      const std::vector<std::string> failures = mixedInPlace(coll, n);
+      INFO(collectiveName(coll) << " on " << n << " ranks: " << failures.size() << " failure(s)");
+      for (size_t i = 0; i < std::min<size_t>(failures.size(), 5); ++i) UNSCOPED_INFO(failures[i]);
+      CHECK(failures.empty());
+    }
 }
 TEST_CASE("gather and scatter") {
   check(Collective::Gather);
