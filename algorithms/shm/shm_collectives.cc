@@ -177,8 +177,18 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // need no system call, where CMA pins pages and copies by the kernel. perf/compare on the
   // 2-core build machine, staged against CMA (2 and 4 ranks, 5 alternating repetitions): 0.5x
   // the time at 32-64 KiB, 0.65-0.85x at 128 KiB-2 MiB, equal from 4 MiB.
+  // Allgather stages too: perf/compare --coll all_gather (time over Open MPI's, CMA -> staged),
+  // at 3993955 with WEFT_SHM_MODE=staged, 64 KiB-16 MiB, 7 alternating repetitions: 2 ranks
+  // 0.83-1.13 -> 0.62-0.99, 4 ranks 0.66-0.92 -> 0.42-0.66 from 128 KiB; again with
+  // WEFT_SHM_MODE=cma against the new default, 5 repetitions: 2 ranks 0.81-0.99 -> 0.62-0.90,
+  // 4 ranks 0.85-0.97 -> 0.36-0.63. Broadcast did not settle in three such runs (staged over
+  // CMA's time, up to 1-2 MiB: 2 ranks 0.73-0.94, 0.86-1.23, 1.10-1.14; 4 ranks 0.51-0.86,
+  // 0.98-1.37, 0.68-0.87) and keeps CMA, as alltoall, gather and scatter do (staged alltoall
+  // took 1.2-1.4x as long on 4 ranks from 512 KiB).
   if (!cmaWorks_) return Path::Staged;
-  if (mode_ == ShmMode::Auto && call.collective == Collective::AllReduce) return Path::Staged;
+  if (mode_ == ShmMode::Auto &&
+      (call.collective == Collective::AllReduce || call.collective == Collective::AllGather))
+    return Path::Staged;
   return Path::Cma;
 }
 
