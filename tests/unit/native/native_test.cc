@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,15 +45,20 @@ std::vector<std::string> sweep(Collective coll, int n) {
   ThreadComms comms(n);
   std::vector<std::vector<std::string>> failures(n);
   const uint64_t maxCount = largestCount(coll, n);
+  // Each rank's buffers live through the whole sweep: with weftMemAlloc memory, fresh regions
+  // for every type and op would have every peer map them anew.
+  std::vector<std::unique_ptr<RankBuffers>> rankBuffers;
+  for (int r = 0; r < n; ++r) rankBuffers.push_back(std::make_unique<RankBuffers>(sharedBuffers()));
   for (weftDataType_t type : kAllTypes)
     for (int op : kAllOps) {
       if (!reduces(coll) && op != weftSum) continue;
       CaseShape shape{coll, n, n > 2 ? n - 2 : 0, 0, type, op};
       const CaseInputs inputs(shape, maxCount);
       onEveryRank(n, [&](int r) {
-        RankBuffers buffers(sharedBuffers());
+        RankBuffers& buffers = *rankBuffers[r];
         weftRedOp_t redop = static_cast<weftRedOp_t>(op);
-        if (op == kPreMulSum && reduces(coll)) REQUIRE(createPreMulSum(type, comms[r], &redop) == weftSuccess);
+        if (op == kPreMulSum && reduces(coll))
+          REQUIRE(createPreMulSum(type, comms[r], &redop) == weftSuccess);
         CaseShape mine = shape;
         bool shift = false;
         for (uint64_t count : kCounts)
