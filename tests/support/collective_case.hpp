@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct CaseShape {
 // that cannot afford every datatype.
 inline constexpr weftDataType_t kOnePerSize[] = {weftFloat8e4m3, weftFloat16, weftFloat32,
                                                  weftFloat64};
+inline bool onePerSize(weftDataType_t type) {
+  return std::find(std::begin(kOnePerSize), std::end(kOnePerSize), type) != std::end(kOnePerSize);
+}
 
 inline bool reduces(Collective c) {
   return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;

@@ -3,7 +3,7 @@
 // time: rank counts 1 to 5 (one, primes, a power of two, a non-power of two), and on the
 // loopback transport and in the mp sweep between processes a largest count of 5003 elements
 // instead of 65537 (still more than one 4096-byte chunk of every datatype; the native sweep on
-// thread ranks keeps 65537).
+// thread ranks keeps 65537 but takes one datatype per element size).
 #pragma once
 
 #include <algorithm>

@@ -43,10 +43,6 @@ uint64_t caseCount(Collective coll, int n, uint64_t count) {
   return sweepCount(count);
 }
 
-bool onePerSize(weftDataType_t type) {
-  return std::find(std::begin(kOnePerSize), std::end(kOnePerSize), type) != std::end(kOnePerSize);
-}
-
 // Every count, in place and out of place, of one (ranks, datatype, operator) with `algo`.
 void runCases(LoopbackWorld& world, std::vector<RankBuffers>& buffers, const Algorithm& algo,
               CaseShape shape, const CaseInputs& inputs, uint64_t chunkBytes) {
