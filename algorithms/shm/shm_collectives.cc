@@ -181,13 +181,19 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // at 3993955 with WEFT_SHM_MODE=staged, 64 KiB-16 MiB, 7 alternating repetitions: 2 ranks
   // 0.83-1.13 -> 0.62-0.99, 4 ranks 0.66-0.92 -> 0.42-0.66 from 128 KiB; again with
   // WEFT_SHM_MODE=cma against the new default, 5 repetitions: 2 ranks 0.81-0.99 -> 0.62-0.90,
-  // 4 ranks 0.85-0.97 -> 0.36-0.63. Broadcast did not settle in three such runs (staged over
-  // CMA's time, up to 1-2 MiB: 2 ranks 0.73-0.94, 0.86-1.23, 1.10-1.14; 4 ranks 0.51-0.86,
-  // 0.98-1.37, 0.68-0.87) and keeps CMA, as alltoall, gather and scatter do (staged alltoall
-  // took 1.2-1.4x as long on 4 ranks from 512 KiB).
+  // 4 ranks 0.85-0.97 -> 0.36-0.63.
+  // Broadcast stages too. It did not settle in three such runs at 3993955 (staged over CMA's
+  // time, up to 1-2 MiB: 2 ranks 0.73-0.94, 0.86-1.23, 1.10-1.14; 4 ranks 0.51-0.86,
+  // 0.98-1.37, 0.68-0.87); at ed11cdf, on another machine of the same kind (an idle AMD EPYC,
+  // 2 cores), perf/compare --coll broadcast -b 64K -e 64M, 5 alternating repetitions, staged over
+  // CMA's time: 2 ranks 0.43-0.93, 4 ranks 0.44-0.84 (CMA's one process_vm_readv of 1 MiB took
+  // 70 us, the staged pipeline 53 us).
+  // Alltoall, gather and scatter keep CMA (staged alltoall took 1.2-1.4x as long on 4 ranks
+  // from 512 KiB).
   if (!cmaWorks_) return Path::Staged;
   if (mode_ == ShmMode::Auto &&
-      (call.collective == Collective::AllReduce || call.collective == Collective::AllGather))
+      (call.collective == Collective::AllReduce || call.collective == Collective::AllGather ||
+       call.collective == Collective::Broadcast))
     return Path::Staged;
   return Path::Cma;
 }
