@@ -23,7 +23,12 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
 work=$(mktemp -d)
 slow=
-trap '[[ -n $slow ]] && kill "$slow" 2>/dev/null; rm -rf "$work"' EXIT
+# On the way out (a target failed, or an interrupt), the background lane and its fuzzer stop too.
+stopSlow() {
+  [[ -n $slow ]] || return 0
+  kill "$slow" $(cat "/proc/$slow/task/"*/children 2>/dev/null) 2>/dev/null || true
+}
+trap 'rc=$?; stopSlow; rm -rf "$work"; exit $rc' EXIT
 # One target: its corpus plus `runs` generated inputs up to `max_len` bytes. Prints the run's
 # statistics, or its whole output when it fails (libFuzzer's report of the crash, leak or hang).
 fuzz() {
