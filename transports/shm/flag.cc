@@ -47,15 +47,18 @@ std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed) {
 
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who,
              const std::atomic<int32_t>* whoCpu) {
-  // A first round of spinning (about 1 us) before anything else: most waits end in it, and they
-  // neither read the clock nor move the budget.
-  for (int i = 0; i < 64; ++i) {
+  SpinBudget* budget = context.spin;
+  // Ranks that share cores do not spin at all (makeSpinBudget).
+  const bool spins = !budget || budget->ceilingNs() > 0;
+  // A first round of spinning (64 pauses: 1 to 4 us, by the CPU) before anything else: most
+  // waits of ranks with a core each end in it, and they neither read the clock nor move the
+  // budget.
+  for (int i = 0; spins && i < 64; ++i) {
     if (reached(flag.load(), target)) return;
     cpuRelax();
   }
-  SpinBudget* budget = context.spin;
   const bool sameCpu = whoCpu && whoCpu->load(std::memory_order_relaxed) == sched_getcpu();
-  if (!sameCpu) {
+  if (spins && !sameCpu) {
     const auto spinUntil =
         Clock::now() + std::chrono::nanoseconds(budget ? budget->ns() : kFloorSpinNs);
     do {

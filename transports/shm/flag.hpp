@@ -58,11 +58,14 @@ struct WaitContext {
 
 // The spin budget of ranks that have a core each: spin 1 us to 200 us (adaptive), then yield 50
 // times, then sleep; a sleeping waiter's peer pays for the wake-up, and two ranks that sleep in
-// turn pay it on every call. Ranks that share cores do not spin past a first short round (the
-// rank waited for most likely needs this core) and yield 2 to 50 times (adaptive): on an idle
-// machine yielding hands the core straight to the rank with work (4 ranks on 2 cores, 4 KiB
-// allreduce: 7 us, against 36 us when sleeping at once), on a busy one it can hand it to
-// another process for a whole time slice.
+// turn pay it on every call. Ranks that share cores do not spin at all (the rank waited for
+// most likely needs this core; even the first round of 64 pauses, 3-4 us on the build
+// machine's AMD EPYC, was half of all CPU time in an 8-rank 4 KiB allreduce loop on 2 cores,
+// and dropping it took that loop from 20-26 to 9-13 us per call and 4 ranks from 7-13 to
+// 4-6 us) and yield 2 to 50 times (adaptive): on an idle machine yielding hands the core
+// straight to the rank with work (4 ranks on 2 cores, 4 KiB allreduce: 7 us, against 36 us
+// when sleeping at once, both with the spin), on a busy one it can hand it to another process
+// for a whole time slice.
 std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed);
 
 // Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose
