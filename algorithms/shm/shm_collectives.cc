@@ -188,13 +188,17 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // 2 cores), perf/compare --coll broadcast -b 64K -e 64M, 5 alternating repetitions, staged over
   // CMA's time: 2 ranks 0.43-0.93, 4 ranks 0.44-0.84 (CMA's one process_vm_readv of 1 MiB took
   // 70 us, the staged pipeline 53 us).
-  // Alltoall, gather and scatter keep CMA (staged alltoall took 1.2-1.4x as long on 4 ranks
-  // from 512 KiB).
+  // Reduce-scatter, alltoall and gather stage too: on the build machine's AMD EPYC (2 cores),
+  // at b5e3b1c, one process_vm_readv per slot-sized piece was the slow part. perf/compare
+  // --weft-env WEFT_SHM_MODE=staged, 256 KiB-64 MiB, 3-5 alternating repetitions, staged over
+  // CMA's time: reduce-scatter 0.49-0.59 on 2 ranks from 1 MiB (1.03 at 256 KiB) and
+  // 0.46-0.54 on 4; alltoall, two runs, 0.57-0.72 on 2 ranks and 0.55-0.83 on 4; weft-perf
+  // gather, 1-16 MiB, 3 alternating runs, medians: 0.38-0.53 on 2 ranks, 0.57-0.75 on 4. (At
+  // 24cf15d, on another machine, staged alltoall had taken 1.2-1.4x CMA's time on 4 ranks
+  // from 512 KiB.) Scatter keeps CMA: staged took 0.49-0.67x its time on 2 ranks but
+  // 0.79-1.25x on 4, where the root alone copies every block into its slot.
   if (!cmaWorks_) return Path::Staged;
-  if (mode_ == ShmMode::Auto &&
-      (call.collective == Collective::AllReduce || call.collective == Collective::AllGather ||
-       call.collective == Collective::Broadcast))
-    return Path::Staged;
+  if (mode_ == ShmMode::Auto && call.collective != Collective::Scatter) return Path::Staged;
   return Path::Cma;
 }
 
