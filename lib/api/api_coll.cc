@@ -53,7 +53,7 @@ weftResult_t submitChecked(const char* function, weftComm_t comm, weftStream_t s
       std::shared_ptr<Comm> c = api::readyComm(comm);
       std::shared_ptr<weftStream> s = api::lookupStream(stream);
       validate(op, *c);
-      submit({c, op, s ? std::shared_ptr<HostStream>(s, &s->impl) : nullptr});
+      submit({std::move(c), op, s ? std::shared_ptr<HostStream>(s, &s->impl) : nullptr});
     } catch (const Error& e) {
       poisonGroup(e);
       throw;

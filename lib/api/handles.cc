@@ -68,6 +68,18 @@ std::shared_ptr<weftComm> lookupComm(weftComm_t handle, const char* argument) {
 }
 
 std::shared_ptr<Comm> readyComm(weftComm_t handle) {
+  {
+    // The usual case, under the registry's lock alone (it keeps the handle alive): h->comm is
+    // written once, before the handle is registered (blocking init, split) or before initState
+    // turns weftSuccess (release; non-blocking init), and never again, so once initState reads
+    // weftSuccess it can be copied without the handle's lock.
+    std::lock_guard lock(registry().mutex);
+    auto it = registry().comms.find(handle);
+    if (it != registry().comms.end()) {
+      const weftComm& h = *it->second;
+      if (h.initState.load(std::memory_order_acquire) == weftSuccess && h.comm) return h.comm;
+    }
+  }
   std::shared_ptr<weftComm> h = lookupComm(handle);
   std::lock_guard lock(h->mutex);
   const int state = h->initState.load(std::memory_order_acquire);
@@ -128,12 +140,11 @@ const char* lastError(weftComm_t comm) {
   return threadLastError().c_str();
 }
 
-weftResult_t guard(const char* function, weftComm_t comm, const std::function<void()>& body) {
+weftResult_t failed(const char* function, weftComm_t comm, std::exception_ptr error) {
   std::string message;
   weftResult_t result = weftSuccess;
   try {
-    body();
-    return weftSuccess;
+    std::rethrow_exception(error);
   } catch (const Error& e) {
     result = e.result();
     message = e.what();

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,8 +55,21 @@ std::shared_ptr<weftStream> unregisterStream(weftStream_t handle);
 // Null is allowed (it means "no stream"); anything else must be a live stream.
 std::shared_ptr<weftStream> lookupStream(weftStream_t handle);
 
-// Runs `body`, converting failures. `comm` (may be null or dead) receives the message too.
-weftResult_t guard(const char* function, weftComm_t comm, const std::function<void()>& body);
+// The result and message of a failed API call (`error`, thrown by its body): "function:
+// message" goes to weftGetLastError of this thread and of `comm` (may be null or dead).
+weftResult_t failed(const char* function, weftComm_t comm, std::exception_ptr error);
+
+// Runs `body`, converting failures. A template, not a std::function: a collective's body
+// captures more than std::function holds without allocating, and every call would pay for it.
+template <class Body>
+weftResult_t guard(const char* function, weftComm_t comm, Body&& body) {
+  try {
+    body();
+    return weftSuccess;
+  } catch (...) {
+    return failed(function, comm, std::current_exception());
+  }
+}
 
 // The thread's last error message, and a communicator's.
 void setLastError(weftComm_t comm, const std::string& message);
