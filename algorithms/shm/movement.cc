@@ -1,6 +1,7 @@
 // Broadcast, allgather, alltoall, gather and scatter on shared memory: every rank's output is
 // made of blocks of count elements taken from the peers' inputs. Staged: the ranks that own the
-// blocks copy them into their slots piece by piece and the others copy them out. Peer read
+// blocks copy them into their slots piece by piece (only the blocks another rank reads) and the
+// others copy them out. Peer read
 // (direct or CMA): every rank takes its blocks straight from the owners' buffers.
 #include <algorithm>
 #include <cstring>
@@ -60,6 +61,18 @@ std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
     default: break;
   }
   return b;
+}
+
+// Whether another rank reads block `block` of `owner`'s input (the owner's own copy of a block
+// goes straight from its input to its output, never through its slot).
+bool readByPeer(Collective c, int owner, uint64_t block, int n, int root) {
+  if (n == 1) return false;
+  switch (c) {
+    case Collective::AlltoAll:
+    case Collective::Scatter: return block != uint64_t(owner);
+    case Collective::Gather: return owner != root;
+    default: return true;
+  }
 }
 
 }  // namespace
@@ -135,7 +148,8 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
     const uint64_t len = std::min(piece, count - at);
     const int s = claimSlot();
     for (size_t i = 0; i < mine.size(); ++i)
-      std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
+      if (readByPeer(call.collective, me(), mine[i], n(), call.root))
+        std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
     arrive();
     const uint32_t ready = phase_;
     for (size_t k = 0; k < needs.size(); ++k) {
