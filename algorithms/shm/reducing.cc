@@ -1,7 +1,7 @@
 // Reduce-scatter and reduce on shared memory.
-// - reduce-scatter, staged: per piece, every rank stages that piece of all n blocks; rank r
-//   reduces block r's piece from every slot into its output. Peer read: rank r reduces block r
-//   straight from the peers' inputs.
+// - reduce-scatter, staged: per piece, every rank stages that piece of every block but its own;
+//   rank r reduces block r's piece from its input and every peer's slot into its output. Peer
+//   read: rank r reduces block r straight from the peers' inputs.
 // - reduce, staged: per chunk, every rank stages its input; rank r reduces slice r of the chunk
 //   into its own slot; the root copies every slice out.
 #include <algorithm>
@@ -49,17 +49,22 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
   for (uint64_t at = 0; at < count; at += piece) {
     const uint64_t len = std::min(piece, count - at);
     const int s = claimSlot();
+    // Every block but my own, which only I read (straight from my input).
     for (int b = 0; b < n(); ++b)
-      std::memcpy(slot(me(), s) + b * piece * es, in + (uint64_t(b) * count + at) * es, len * es);
+      if (b != me())
+        std::memcpy(slot(me(), s) + b * piece * es, in + (uint64_t(b) * count + at) * es, len * es);
     arrive();
     const uint32_t ready = phase_;
+    // My block: my own input first, then every peer's staged piece (as the peer-read path
+    // above; in place, my input is my output, which the kernels allow).
     uint8_t* dst = out + at * es;
+    const uint8_t* own = in + (uint64_t(me()) * count + at) * es;
     const uint64_t mine = uint64_t(me()) * piece * es;
-    if (n() == 1) std::memcpy(dst, slot(me(), s) + mine, len * es);
-    for (int q = 0; q + 1 < n(); ++q) {
+    if (n() == 1 && dst != own) std::memmove(dst, own, len * es);
+    for (int k = 1; k < n(); ++k) {
+      const int q = (me() + k) % n();
       waitPeer(q, ready);
-      waitPeer(q + 1, ready);
-      call.reduce(dst, q == 0 ? slot(0, s) + mine : dst, slot(q + 1, s) + mine, len);
+      call.reduce(dst, k == 1 ? own : dst, slot(q, s) + mine, len);
     }
     arrive();
     releaseSlot(s);
