@@ -61,7 +61,8 @@ skip='^install:|^soak:'
 #  - mp with WEFT_CHECK (30-50 s): the check: tests (WEFT_CHECK on thread ranks);
 #  - the WEFT_ALGO rounds (50-100 s): every algorithm on loopback in the collectives tests, and
 #    WEFT_ALGO's parsing and forcing in the tuner tests and "mp: a bad WEFT_ALGO";
-#  - large allreduces, 17-33 MB (100-150 s): the native and mp sweeps up to 65537 elements;
+#  - large allreduces and other large outputs, 17-33 MB (100-150 s): the native and mp sweeps
+#    up to 65537 elements;
 #  - multihost on 5 ranks, the default algorithms on 2+1 and the link cuts (15-65 s):
 #    WEFT_HOST_ID and mpirun across hosts (a dead peer's errors: the faults tests);
 #  - the loopback sweeps over many ranks, chunk sizes, fixtures and simulations (12-140 s):
@@ -79,7 +80,7 @@ skip='^install:|^soak:'
 ci_skip='every collective, type and op on [4-8] processes'
 ci_skip+='|^mp\((ucx|shm-staged|shm-memalloc)\): every collective, type and op on 3 '
 ci_skip+='|^mp\((shm|ucx)-check\)|^mp\(WEFT_ALGO round'
-ci_skip+='|large allreduces'
+ci_skip+='|large allreduces|large outputs'
 ci_skip+='|^multihost: every collective, type and op on'
 ci_skip+='|^multihost: host 1.s link cut during allreduces'
 ci_skip+='|^collectives:(pipelining|every algorithm is exact on 32|reduce-scatter is exact)'
