@@ -61,8 +61,8 @@ skip='^install:|^soak:'
 #  - mp with WEFT_CHECK (30-50 s): the check: tests (WEFT_CHECK on thread ranks);
 #  - the WEFT_ALGO rounds (50-100 s): every algorithm on loopback in the collectives tests, and
 #    WEFT_ALGO's parsing and forcing in the tuner tests and "mp: a bad WEFT_ALGO";
-#  - large allreduces and other large outputs, 17-33 MB (100-150 s): the native and mp sweeps
-#    up to 65537 elements;
+#  - large allreduces, 17-33 MB (100-150 s), and the other collectives' 17 MB outputs (12-23 s
+#    each): the native and mp sweeps up to 65537 elements;
 #  - multihost on 5 ranks, the default algorithms on 2+1 and the link cuts (15-65 s):
 #    WEFT_HOST_ID and mpirun across hosts (a dead peer's errors: the faults tests);
 #  - the loopback sweeps over many ranks, chunk sizes, fixtures and simulations (12-140 s):

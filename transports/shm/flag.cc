@@ -49,7 +49,7 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
              const std::atomic<int32_t>* whoCpu) {
   SpinBudget* budget = context.spin;
   // Ranks that share cores do not spin at all (makeSpinBudget).
-  const bool spins = !budget || budget->ceilingNs() > 0;
+  const bool spins = !budget || budget->spins();
   // A first round of spinning (64 pauses: 1 to 4 us, by the CPU) before anything else: most
   // waits of ranks with a core each end in it, and they neither read the clock nor move the
   // budget.

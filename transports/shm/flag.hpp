@@ -62,10 +62,10 @@ struct WaitContext {
 // most likely needs this core; even the first round of 64 pauses, 3-4 us on the build
 // machine's AMD EPYC, was half of all CPU time in an 8-rank 4 KiB allreduce loop on 2 cores,
 // and dropping it took that loop from 20-26 to 9-13 us per call and 4 ranks from 7-20 to
-// 4-6 us, 5 alternating runs) and yield 2 to 50 times (adaptive): on an idle machine yielding hands the core
-// straight to the rank with work (4 ranks on 2 cores, 4 KiB allreduce: 7 us, against 36 us
-// when sleeping at once, both with the spin), on a busy one it can hand it to another process
-// for a whole time slice.
+// 4-6 us, 5 alternating runs) and yield 2 to 50 times (adaptive): on an idle machine yielding
+// hands the core straight to the rank with work (4 ranks on 2 cores, 4 KiB allreduce: 7 us,
+// against 36 us when sleeping at once, both with the spin), on a busy one it can hand it to
+// another process for a whole time slice.
 std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed);
 
 // Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose

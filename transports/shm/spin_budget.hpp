@@ -37,6 +37,8 @@ class SpinBudget {
   int64_t ns() const { return ns_.load(std::memory_order_relaxed); }
   int64_t floorNs() const { return floor_; }
   int64_t ceilingNs() const { return ceiling_; }
+  // A zero ceiling (ranks that share cores): waits do not spin at all, they yield at once.
+  bool spins() const { return ceiling_ > 0; }
   int yields() const { return yields_.load(std::memory_order_relaxed); }
 
   // The flag moved while spinning.

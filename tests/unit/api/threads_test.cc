@@ -163,6 +163,32 @@ TEST_CASE("non-blocking init returns weftInProgress and completes by polling") {
   });
 }
 
+// readyComm: a call on a handle whose non-blocking init has not finished, or has failed, is an
+// error that says so, never a use of a communicator that does not exist.
+TEST_CASE("collectives during and after a failed non-blocking init return errors that say so") {
+  weftUniqueId id;
+  REQUIRE(weftGetUniqueId(&id) == weftSuccess);
+  weftComm_t comm;
+  weftConfig_t config = configWithTimeout(1500);
+  config.blocking = 0;
+  // Rank 1 never joins: the init stays in progress until its deadline, then fails.
+  REQUIRE(weftCommInitRankConfig(&comm, 2, id, 0, &config) == weftInProgress);
+  float x = 1.0f;
+  CHECK(weftAllReduce(&x, &x, 1, weftFloat, weftSum, comm, nullptr) == weftInvalidUsage);
+  CHECK_THAT(lastError(comm), Catch::Contains("still initializing"));
+  weftResult_t state = weftInProgress;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (state == weftInProgress && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(weftCommGetAsyncError(comm, &state) == weftSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(state != weftInProgress);
+  REQUIRE(state != weftSuccess);
+  CHECK(weftAllReduce(&x, &x, 1, weftFloat, weftSum, comm, nullptr) == state);
+  CHECK_THAT(lastError(comm), Catch::Contains("failed to initialize"));
+  CHECK(weftCommAbort(comm) == weftSuccess);
+}
+
 TEST_CASE("a peer that never arrives is a timeout naming it, and the communicator stays failed") {
   weftUniqueId id;
   REQUIRE(weftGetUniqueId(&id) == weftSuccess);

@@ -136,3 +136,9 @@ TEST_CASE("a peer check that throws ends a sleeping wait with its error", "[shm]
   CHECK(checks.load() == 3);
   CHECK(flag.sleepers.load() == 0);
 }
+
+TEST_CASE("ranks that share cores wait without spinning, ranks with a core each spin first",
+          "[shm][flag]") {
+  CHECK_FALSE(weft::makeSpinBudget(true)->spins());
+  CHECK(weft::makeSpinBudget(false)->spins());
+}

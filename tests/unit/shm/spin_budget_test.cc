@@ -49,11 +49,13 @@ TEST_CASE("spin budget: a floor above the ceiling is the ceiling, a zero budget 
   CHECK(none.ns() == 0);
   none.yieldsWorked();
   CHECK(none.yields() == 0);
+  CHECK_FALSE(none.spins());
   SpinBudget odd(5000, 2000, 10, 10);
   CHECK(odd.floorNs() == 2000);
   CHECK(odd.ns() == 2000);
   odd.spinFailed();
   CHECK(odd.ns() == 2000);
+  CHECK(odd.spins());
 }
 
 TEST_CASE("spin budget: yields adapt between their bounds, starting at the most", "[shm][spin]") {
