@@ -141,7 +141,8 @@ typedef struct weftConfig_v1 {
 weftResult_t weftGetVersion(int* version);
 const char* weftGetErrorString(weftResult_t result);
 /* The message of the last failure on this communicator (comm may be NULL: the last failure in
- * this thread). Never NULL; "" when nothing failed. */
+ * this thread). Never NULL; "" when nothing failed. The string is the calling thread's and stays
+ * valid until its next weft call. */
 const char* weftGetLastError(weftComm_t comm);
 
 /* Communicators. */

@@ -134,7 +134,11 @@ const char* lastError(weftComm_t comm) {
         // An error of an operation that ran on a stream reaches the communicator only.
         if (auto f = h->comm->failure()) h->lastError = f->what();
       }
-      return h->lastError.c_str();  // the registry keeps the handle, and so the string, alive
+      // A copy for this thread, taken under the lock: the handle's own string can be rewritten
+      // at any time by another thread's failure or by a non-blocking init that fails.
+      thread_local std::string copy;
+      copy = h->lastError;
+      return copy.c_str();
     }
   }
   return threadLastError().c_str();
