@@ -9,7 +9,8 @@
 //   in place, up to kDirectOneShotReadBytes read per rank): every rank reduces every rank's
 //   input straight into its output, in rank order;
 // - peer read (large, direct or CMA): rank r reduces slice r of the whole buffer straight from
-//   the peers' inputs into its output, then copies the other slices from the peers' outputs.
+//   the peers' inputs into its output and, piece by piece while it is in cache, writes it into
+//   every peer's output: every rank reads N and writes N bytes, in one phase.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -225,22 +226,18 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
       call.reduce(acc, first ? own : acc, theirs, len);
       first = false;
     }
-    // CMA: the reduced piece, still in cache, goes straight into every peer's output. Only I
+    // The reduced piece, still in cache, goes straight into every peer's output. Only I
     // read the peers' inputs at my slice, so in place too nothing there is still needed.
-    if (path == Path::Cma)
-      for (int k = 1; k < n(); ++k) copyToPeer((me() + k) % n(), offset, acc, len * es);
+    for (int k = 1; k < n(); ++k) {
+      const int q = (me() + k) % n();
+      if (path == Path::Cma)
+        copyToPeer(q, offset, acc, len * es);
+      else
+        copyOut(peerOutput(q, offset), acc, len * es, call.count * es);
+    }
   }
-  arrive();
-  const uint32_t reduced = phase_;
-  for (int k = 1; k < n() && path == Path::Direct; ++k) {
-    const int q = (me() + k) % n();
-    const Range theirs = blockRange(call.count, n(), q);
-    // Only once q has finished reading its slice from my input may I overwrite it (in place).
-    waitPeer(q, reduced);
-    copyOut(out + theirs.offset * es, view(q, Side::Recv, theirs.offset * es), theirs.count * es,
-            call.count * es);
-  }
-  // Nobody may leave (and let its caller reuse its buffers) while a peer still reads them.
+  // Nobody may leave (and let its caller reuse its buffers) while a peer still reads or
+  // writes them.
   arrive();
   waitAll(phase_);
 }

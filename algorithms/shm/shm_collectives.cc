@@ -145,7 +145,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     if (mode_ == ShmMode::Cma) return Path::Cma;
     for (int q = 0; q < n(); ++q) {
       peerSend_[q] = reinterpret_cast<const uint8_t*>(exposure(q).send);
-      peerRecv_[q] = reinterpret_cast<const uint8_t*>(exposure(q).recv);
+      peerRecv_[q] = reinterpret_cast<uint8_t*>(exposure(q).recv);
     }
     return Path::Direct;
   }
@@ -158,7 +158,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     for (int q = 0; q < n() && mapped; ++q) {
       if (q == me()) {
         peerSend_[q] = static_cast<const uint8_t*>(call.sendbuff);
-        peerRecv_[q] = static_cast<const uint8_t*>(call.recvbuff);
+        peerRecv_[q] = static_cast<uint8_t*>(call.recvbuff);
         continue;
       }
       const Exposure& e = exposure(q);

@@ -79,10 +79,10 @@ class ShmCollectives {
   // Ranks that read each other's buffers in place (threads, weftMemAlloc buffers), every one
   // with a core and none in place: allreduces where each rank reads at most this much have every
   // rank reduce every input straight into its output (one pass, no staging copy).
-  // Against the reduce-scatter + allgather it replaces, 2 ranks (weft-perf -R 1 on processes
-  // and -t 2 on threads, 3 alternating runs): 0.6-0.65x the time at 256 KiB, 0.75-0.8x at
-  // 1 MiB, 0.8-0.9x at 2 MiB; 1.1-1.5x at 4 MiB, where the other reads half as much.
-  static constexpr uint64_t kDirectOneShotReadBytes = 4 << 20;
+  // It reads 2N bytes per rank for N written; allReducePeerRead reads N and writes N, also in
+  // one phase. 2 ranks, weft-perf -R 1, 7 alternating runs, medians, one-shot over peer read:
+  // 0.95 at 256 KiB, 1.08 at 512 KiB, 1.16 at 1 MiB, 1.25 at 2 MiB.
+  static constexpr uint64_t kDirectOneShotReadBytes = 512 << 10;
   // Ranks that outnumber the cores: small allreduces have one rank reduce (allReduceLastArriver)
   // up to this size.
   static constexpr uint64_t kLastArriverBytes = kOneShotBytes;
@@ -131,6 +131,8 @@ class ShmCollectives {
   bool anyRankInPlace(uint64_t bytes) const;
   // Peer q's buffer at `offset`, readable here (direct path only).
   const uint8_t* view(int q, Side side, uint64_t offset) const;
+  // Peer q's receive buffer at `offset`, writable here (direct path only).
+  uint8_t* peerOutput(int q, uint64_t offset) const { return peerRecv_[q] + offset; }
 
   void allReduce(const NativeCall& call);
   void allReduceOneShot(const NativeCall& call);
@@ -165,7 +167,8 @@ class ShmCollectives {
   const WaitContext* wait_ = nullptr;    // of the call running
   std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
-  std::vector<const uint8_t*> peerSend_, peerRecv_;  // direct path: peers' buffers, here
+  std::vector<const uint8_t*> peerSend_;  // direct path: peers' buffers, here
+  std::vector<uint8_t*> peerRecv_;
 };
 
 }  // namespace weft
