@@ -19,8 +19,13 @@ const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe re
 
 }  // namespace
 
-ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode)
-    : segment_(segment), group_(group), mode_(mode) {}
+ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
+                               CoreAgreement cores)
+    : segment_(segment),
+      group_(group),
+      mode_(mode),
+      cores_(cores.cores),
+      oversubscribed_(cores.oversubscribed) {}
 
 bool ShmCollectives::serves(Collective c) {
   return c != Collective::Send && c != Collective::Recv;
@@ -61,13 +66,8 @@ const Exposure& ShmCollectives::exposure(int q) const {
 }
 
 void ShmCollectives::setUp(const WaitContext& wait) {
-  if (n() == 1) return;
+  if (n() == 1 || group_.oneProcess || mode_ == ShmMode::Staged) return;
   wait_ = &wait;
-  agreeOnCores();
-  if (group_.oneProcess || mode_ == ShmMode::Staged) {
-    wait_ = nullptr;
-    return;
-  }
   // Each rank reads a known word from the next rank's process, then all compare notes.
   Exposure mine;
   mine.send = reinterpret_cast<uint64_t>(&kCmaProbe);
@@ -86,29 +86,6 @@ void ShmCollectives::setUp(const WaitContext& wait) {
   publishExposure(mine);
   for (int q = 0; q < n(); ++q) cmaWorks_ &= exposure(q).flags == 1;
   wait_ = nullptr;
-}
-
-// Ranks share cores when the CPUs they may run on, all masks together, are fewer than the ranks.
-// Each rank's own mask is not enough: a launcher that binds every rank to one core (mpirun's
-// default for two ranks) gives each rank one CPU without any sharing, and ranks with different
-// masks would take different paths through the same call.
-void ShmCollectives::agreeOnCores() {
-  static_assert(sizeof(cpu_set_t) <= sizeof(RankControl::exposure[0]));
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof mask, &mask) != 0) CPU_SET(std::max(0, sched_getcpu()), &mask);
-  std::memcpy(exposureLine(me(), exposures_++), &mask, sizeof mask);
-  arrive();
-  waitAll(phase_);
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (int q = 0; q < n(); ++q) {
-    cpu_set_t theirs;
-    std::memcpy(&theirs, exposureLine(q, exposures_ - 1), sizeof theirs);
-    CPU_OR(&all, &all, &theirs);
-  }
-  cores_ = CPU_COUNT(&all);
-  oversubscribed_ = n() > cores_;
 }
 
 ShmCollectives::Path ShmCollectives::choosePath(const NativeCall& call) {

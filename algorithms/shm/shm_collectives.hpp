@@ -22,6 +22,7 @@
 
 #include "algorithms/reduce/reduce.hpp"
 #include "algorithms/schedule.hpp"
+#include "transports/shm/core_agreement.hpp"
 #include "transports/shm/flag.hpp"
 #include "transports/shm/memory.hpp"
 #include "transports/shm/segment.hpp"
@@ -53,15 +54,16 @@ static_assert(sizeof(Exposure) <= 128);
 
 class ShmCollectives {
  public:
-  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode);
-  // Collective over the local ranks, once, before the first run. Agrees on whether the ranks
-  // outnumber the cores they may run on (then small allreduces cost as few wake-ups as possible:
-  // allReduceLastArriver), and finds out whether CMA works between them (it may not: Yama's
-  // ptrace_scope, seccomp), so every rank decides alike.
+  // `cores`: what the local ranks agreed on before the segment was sized (agreeOnCores). Ranks
+  // that share cores have small allreduces cost as few wake-ups as possible
+  // (allReduceLastArriver).
+  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode, CoreAgreement cores);
+  // Collective over the local ranks, once, before the first run. Finds out whether CMA works
+  // between them (it may not: Yama's ptrace_scope, seccomp), so every rank decides alike.
   void setUp(const WaitContext& wait);
   bool cmaWorks() const { return cmaWorks_; }
-  // After setUp: the CPUs the local ranks may run on, all masks together, and whether the
-  // ranks outnumber them (the same answer on every rank).
+  // The CPUs the local ranks may run on, all masks together, and whether the ranks outnumber
+  // them (the same answer on every rank).
   int cores() const { return cores_; }
   bool oversubscribed() const { return oversubscribed_; }
 
@@ -106,7 +108,6 @@ class ShmCollectives {
   int claimSlot();
   void releaseSlot(int parity);
 
-  void agreeOnCores();
   // Agrees with the peers on a path for this call: publishes this rank's exposure, waits for
   // everyone's, and decides the same way on every rank.
   Path choosePath(const NativeCall& call);

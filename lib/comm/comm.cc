@@ -14,9 +14,10 @@
 #include "lib/bootstrap/bootstrap.hpp"
 #include "lib/bootstrap/unique_id.hpp"
 #include "lib/topology/discover.hpp"
-#include "transports/shm/memory.hpp"
 #include "transports/loopback/loopback.hpp"
 #include "transports/routed/routed_transport.hpp"
+#include "transports/shm/core_agreement.hpp"
+#include "transports/shm/memory.hpp"
 #include "transports/shm/segment.hpp"
 #include "transports/shm/shm_transport.hpp"
 #include "transports/ucx/ucx_transport.hpp"
@@ -176,16 +177,16 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   const Env& e = env();
   if (nranks_ == 1 || localSize_ != nranks_ || e.shmDisable) return;
   const LocalGroup group = localGroup();
-  const SegmentGeometry geometry =
-      SegmentGeometry::make(nranks_, defaultSlotBytes(nranks_), defaultMailboxBytes(nranks_));
+  const CoreAgreement cores = agreeOnCores(*bootstrap_, group, deadline);
+  const SegmentGeometry geometry = SegmentGeometry::make(
+      nranks_, defaultSlotBytes(nranks_, cores.oversubscribed), defaultMailboxBytes(nranks_));
   segment_ = ShmSegment::create(*bootstrap_, group, toHex(bootstrap_->commId()), geometry,
                                 deadline);
   const ShmMode mode = e.shmMode == "staged" ? ShmMode::Staged
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
-  // Until the ranks have agreed whether they share cores (setUp, below), wait as if they did.
-  spin_ = makeSpinBudget(true);
-  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode);
+  spin_ = makeSpinBudget(cores.oversubscribed);
+  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, cores);
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
     for (int r = 0; r < nranks_; ++r)
@@ -195,7 +196,6 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   transportOptions.label = label_;
   transport_ = createShmTransport(*segment_, group, transportOptions);
   shm_->setUp(shmWait({nullptr, nullptr, "shared-memory set-up"}));
-  spin_ = makeSpinBudget(shm_->oversubscribed());
   WEFT_INFO(kSubsysShm, "{}: {} local ranks on {} cores{}", label_, group.size(), shm_->cores(),
             shm_->oversubscribed() ? ": ranks share cores" : "");
   if (mode == ShmMode::Cma && !shm_->cmaWorks())

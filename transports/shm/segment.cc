@@ -150,7 +150,7 @@ uint8_t* ShmSegment::mailbox(int from, int to) const {
          (uint64_t(from) * geometry_.nlocal + to) * geometry_.mailboxBytes;
 }
 
-uint64_t defaultSlotBytes(int nlocal) {
+uint64_t defaultSlotBytes(int nlocal, bool oversubscribed) {
   static const uint64_t l2 = [] {
     uint64_t bytes = 0;
     hwloc_topology_t topology;
@@ -163,8 +163,10 @@ uint64_t defaultSlotBytes(int nlocal) {
     }
     return bytes ? bytes : uint64_t{1} << 20;
   }();
-  const uint64_t perRank = l2 / (2 * uint64_t(std::max(nlocal, 1)));
-  return std::clamp<uint64_t>(perRank, 32 << 10, 1 << 20);
+  const uint64_t ranks = static_cast<uint64_t>(std::max(nlocal, 1));
+  const uint64_t cacheSized = std::clamp<uint64_t>(l2 / (2 * ranks), 32 << 10, 1 << 20);
+  if (!oversubscribed) return cacheSized;
+  return std::clamp<uint64_t>((8 << 20) / (2 * ranks), cacheSized, 1 << 20);
 }
 
 }  // namespace weft

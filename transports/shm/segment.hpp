@@ -88,8 +88,11 @@ class ShmSegment {
   std::string name_;
 };
 
-// Slot size for `nlocal` ranks: chunks of every rank together stay within this core's L2 cache
-// (hwloc's figure), between 32 KiB and 1 MiB.
-uint64_t defaultSlotBytes(int nlocal);
+// Slot size for `nlocal` ranks. With a core each, chunks of every rank together stay within this
+// core's L2 cache (hwloc's figure), between 32 KiB and 1 MiB. Ranks that share cores
+// (core_agreement.hpp) take 8 MiB of slots in all, between that and 1 MiB per slot: every phase
+// of a collective costs them a context switch, so fewer, larger chunks win over cache-sized
+// ones.
+uint64_t defaultSlotBytes(int nlocal, bool oversubscribed);
 
 }  // namespace weft

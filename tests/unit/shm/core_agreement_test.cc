@@ -1,0 +1,105 @@
+// The local ranks decide together whether they share cores, from the union of their CPU affinity
+// masks: ranks bound to a core each (mpirun's default for two ranks) do not, ranks bound to the
+// same core do, and every rank reaches the same answer whatever its own mask. Ranks are threads,
+// each setting its own mask before the exchange; the expected answers are counted here from the
+// masks the test chose. Then the slot size that follows from the answer.
+#include "transports/shm/core_agreement.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "lib/base/cpus.hpp"
+#include "support/thread_oob.hpp"
+#include "transports/shm/segment.hpp"
+
+using namespace weft;
+using namespace weft::test;
+
+namespace {
+
+// Runs agreeOnCores on one thread per entry of `cpus`, each bound to the CPUs listed for it,
+// and returns what each rank concluded. `local` lists the ranks on this host (the others
+// contribute their masks to the exchange but are not counted).
+std::vector<CoreAgreement> agree(const std::vector<std::vector<int>>& cpus,
+                                 std::vector<int> local = {}) {
+  const int n = static_cast<int>(cpus.size());
+  if (local.empty())
+    for (int q = 0; q < n; ++q) local.push_back(q);
+  std::vector<CoreAgreement> seen(cpus.size());
+  ThreadOobGroup oob(n);
+  const std::vector<std::string> errors = runRanks(oob, [&](int r, OutOfBand& o) {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    for (int c : cpus[r]) CPU_SET(c, &mask);
+    if (pthread_setaffinity_np(pthread_self(), sizeof mask, &mask) != 0)
+      throw std::runtime_error("pthread_setaffinity_np failed");
+    LocalGroup group;
+    group.ranks = local;
+    group.me = static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin());
+    group.oneProcess = true;
+    group.pids.assign(local.size(), getpid());
+    seen[r] = agreeOnCores(o, group, Deadline::afterMs(120000));
+  });
+  std::string failures;
+  for (const std::string& e : errors) failures += e.empty() ? "" : e + "\n";
+  INFO(failures);
+  REQUIRE(failures.empty());
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("local ranks agree on sharing cores from the union of their affinity masks") {
+  const std::vector<int> cpus = weft::allowedCpus();
+  if (cpus.size() < 2) {
+    WARN("SKIPPED: this process may run on " << cpus.size() << " CPU(s); the test needs 2");
+    return;
+  }
+  const int a = cpus[0], b = cpus[1];
+  // A core each: 2 CPUs in all, 2 ranks, nobody shares.
+  for (const CoreAgreement& s : agree({{a}, {b}})) {
+    CHECK(s.cores == 2);
+    CHECK_FALSE(s.oversubscribed);
+  }
+  // Both on one core.
+  for (const CoreAgreement& s : agree({{a}, {a}})) {
+    CHECK(s.cores == 1);
+    CHECK(s.oversubscribed);
+  }
+  // Different masks, one answer: rank 0 may run on both CPUs, ranks 1 and 2 on one each;
+  // 3 ranks on 2 CPUs share, as every rank must conclude, rank 0 included.
+  for (const CoreAgreement& s : agree({{a, b}, {a}, {b}})) {
+    CHECK(s.cores == 2);
+    CHECK(s.oversubscribed);
+  }
+  // Only the local ranks' masks count: ranks 0 and 2 share core a; rank 1, elsewhere, runs on b.
+  const std::vector<CoreAgreement> seen = agree({{a}, {b}, {a}}, {0, 2});
+  for (int r : {0, 2}) {
+    CHECK(seen[r].cores == 1);
+    CHECK(seen[r].oversubscribed);
+  }
+}
+
+TEST_CASE("ranks that share cores get larger slots: 8 MiB in all, at most 1 MiB each") {
+  for (int n = 1; n <= 16; ++n) {
+    CAPTURE(n);
+    const uint64_t cacheSized = defaultSlotBytes(n, false);
+    CHECK(cacheSized >= (32u << 10));
+    CHECK(cacheSized <= (1u << 20));
+    const uint64_t shared = defaultSlotBytes(n, true);
+    CHECK(shared >= cacheSized);
+    CHECK(shared <= (1u << 20));
+    // Either one of the bounds, or 8 MiB of slots in all (up to the division's remainder).
+    const bool bound = shared == cacheSized || shared == (1u << 20);
+    const uint64_t all = uint64_t(n) * 2 * shared, target = uint64_t{8} << 20;
+    CHECK((bound || (all <= target && all + 2 * n > target)));
+  }
+  // (No cache of 8 MiB per core is in sight: 16 ranks get 256 KiB, 4 or fewer the most.)
+  CHECK(defaultSlotBytes(16, true) == (256u << 10));
+  CHECK(defaultSlotBytes(4, true) == (1u << 20));
+  CHECK(defaultSlotBytes(2, true) == (1u << 20));
+}
