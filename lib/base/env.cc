@@ -49,8 +49,13 @@ constexpr std::array kVariables = {
            "connections (UCX endpoints) per peer on another host, 1..8: message k of a transfer "
            "goes on connection k mod N, for links one tcp connection cannot fill"},
     EnvVar{"WEFT_SHM_MODE", "auto",
-           "how shared-memory collectives reach peers' buffers: auto (direct when mapped, else "
-           "CMA, else staged), staged (always through the segment) or cma"},
+           "how shared-memory collectives reach peers' buffers: auto (direct when mapped; else "
+           "staged, except scatter, which reads the root's buffer through CMA above 16 KiB per "
+           "block when the kernel allows it), staged (always through the segment) or cma"},
+    EnvVar{"WEFT_SHM_SLOT_BYTES", "(from the L2 cache)",
+           "bytes of each of a rank's two staging slots in the shared-memory segment, 4096 to "
+           "64 MiB, the same on every rank of a host; by default a share of the L2 cache, larger "
+           "where the ranks outnumber the cores they may run on"},
 };
 
 std::string upper(std::string s) {
@@ -143,6 +148,9 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
     env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
   if (const char* v = get("WEFT_NET_CHANNELS"); v && *v)
     env.netChannels = static_cast<int>(parseInteger("WEFT_NET_CHANNELS", v, 1, 8));
+  if (const char* v = get("WEFT_SHM_SLOT_BYTES"); v && *v)
+    env.shmSlotBytes =
+        static_cast<uint64_t>(parseInteger("WEFT_SHM_SLOT_BYTES", v, 4096, int64_t{64} << 20));
   if (const char* v = get("WEFT_SHM_MODE"); v && *v) {
     env.shmMode = v;
     if (env.shmMode != "auto" && env.shmMode != "staged" && env.shmMode != "cma")

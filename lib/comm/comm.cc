@@ -178,8 +178,10 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   if (nranks_ == 1 || localSize_ != nranks_ || e.shmDisable) return;
   const LocalGroup group = localGroup();
   const CoreAgreement cores = agreeOnCores(*bootstrap_, group, deadline);
-  const SegmentGeometry geometry = SegmentGeometry::make(
-      nranks_, defaultSlotBytes(nranks_, cores.oversubscribed), defaultMailboxBytes(nranks_));
+  const uint64_t slotBytes =
+      e.shmSlotBytes ? e.shmSlotBytes : defaultSlotBytes(nranks_, cores.oversubscribed);
+  const SegmentGeometry geometry =
+      SegmentGeometry::make(nranks_, slotBytes, defaultMailboxBytes(nranks_));
   segment_ = ShmSegment::create(*bootstrap_, group, toHex(bootstrap_->commId()), geometry,
                                 deadline);
   const ShmMode mode = e.shmMode == "staged" ? ShmMode::Staged

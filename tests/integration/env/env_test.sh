@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# WEFT_DEBUG / WEFT_DEBUG_SUBSYS / WEFT_DEBUG_FILE reach the log, and a bad WEFT_* value is a
-# clear error at init, naming the variable.
+# WEFT_DEBUG / WEFT_DEBUG_SUBSYS / WEFT_DEBUG_FILE reach the log, WEFT_SHM_SLOT_BYTES the
+# segment, and a bad WEFT_* value is a clear error at init, naming the variable.
 set -euo pipefail
 weftrun=$1 smoke=$2
 work=$(mktemp -d)
@@ -17,8 +17,14 @@ if grep -v " INIT\| rank [0-9]* of [0-9]*: ready" "$work"/log.* | grep -q "WEFT 
   echo "a NET line leaked through WEFT_DEBUG_SUBSYS=INIT"; exit 1
 fi
 
+# WEFT_SHM_SLOT_BYTES sizes the segment's slots (the log says so), and the job still works.
+WEFT_SHM_SLOT_BYTES=65536 WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=SHM \
+  "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+grep -q "slots of 65536" "$work/out" || { echo "WEFT_SHM_SLOT_BYTES=65536 not in the log:"; cat "$work/out"; exit 1; }
+
 # A bad value is an error at init that names the variable.
-for bad in "WEFT_TIMEOUT_MS=soon" "WEFT_DEBUG=LOUD" "WEFT_DEBUG_SUBSYS=INIT,BOGUS" "WEFT_CHUNK_BYTES=3"; do
+for bad in "WEFT_TIMEOUT_MS=soon" "WEFT_DEBUG=LOUD" "WEFT_DEBUG_SUBSYS=INIT,BOGUS" "WEFT_CHUNK_BYTES=3" \
+           "WEFT_SHM_SLOT_BYTES=100"; do
   if env "$bad" "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1; then
     echo "$bad: the job succeeded"; exit 1
   fi
