@@ -89,8 +89,8 @@ void ShmCollectives::allReduceDirectOneShot(const NativeCall& call) {
   for (uint64_t at = 0; at < call.count; at += piece) {
     const uint64_t len = std::min(piece, call.count - at);
     uint8_t* dst = out + at * es;
-    call.reduce(dst, view(0, Side::Send, at * es), view(1, Side::Send, at * es), len);
-    for (int q = 2; q < n(); ++q) call.reduce(dst, dst, view(q, Side::Send, at * es), len);
+    call.reduce(dst, peerInput(0, at * es), peerInput(1, at * es), len);
+    for (int q = 2; q < n(); ++q) call.reduce(dst, dst, peerInput(q, at * es), len);
   }
   // Nobody may leave (and let its caller reuse its input) while a peer still reads it.
   arrive();
@@ -218,9 +218,9 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
       const int q = (me() + k) % n();
       const uint8_t* theirs;
       if (path == Path::Direct) {
-        theirs = view(q, Side::Send, offset);
+        theirs = peerInput(q, offset);
       } else {
-        copyFromPeer(path, q, Side::Send, offset, landing.data(), len * es);
+        copyFromPeer(path, q, offset, landing.data(), len * es);
         theirs = landing.data();
       }
       call.reduce(acc, first ? own : acc, theirs, len);

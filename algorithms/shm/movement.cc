@@ -119,8 +119,8 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
   } else {
     auto* out = static_cast<uint8_t*>(call.recvbuff);
     for (const Transfer& t : transfersTo(call.collective, me(), n(), call.root))
-      copyFromPeer(path, t.from, Side::Send, t.fromBlock * blockBytes,
-                   out + t.toBlock * blockBytes, blockBytes);
+      copyFromPeer(path, t.from, t.fromBlock * blockBytes, out + t.toBlock * blockBytes,
+                   blockBytes);
   }
   arrive();
   waitAll(phase_);  // owners keep their inputs, receivers their outputs, until all are done

@@ -32,9 +32,9 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
         const int q = (me() + k) % n();
         const uint8_t* theirs;
         if (path == Path::Direct) {
-          theirs = view(q, Side::Send, offset);
+          theirs = peerInput(q, offset);
         } else {
-          copyFromPeer(path, q, Side::Send, offset, landing_.data(), len * es);
+          copyFromPeer(path, q, offset, landing_.data(), len * es);
           theirs = landing_.data();
         }
         call.reduce(acc, first ? in + offset : acc, theirs, len);

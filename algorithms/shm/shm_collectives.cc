@@ -187,19 +187,13 @@ bool ShmCollectives::anyRankInPlace(uint64_t bytes) const {
   return false;
 }
 
-const uint8_t* ShmCollectives::view(int q, Side side, uint64_t offset) const {
-  return (side == Side::Send ? peerSend_[q] : peerRecv_[q]) + offset;
-}
-
-void ShmCollectives::copyFromPeer(Path path, int q, Side side, uint64_t offset, void* dst,
-                                  uint64_t bytes) {
+void ShmCollectives::copyFromPeer(Path path, int q, uint64_t offset, void* dst, uint64_t bytes) {
   if (bytes == 0) return;
-  const Exposure& e = exposure(q);
-  const uint64_t remote = (side == Side::Send ? e.send : e.recv) + offset;
+  const uint64_t remote = exposure(q).send + offset;
   if (path == Path::Direct || q == me()) {
     // This rank's own buffers are its exposure's addresses.
-    const uint8_t* src = path == Path::Direct ? view(q, side, offset)
-                                              : reinterpret_cast<const uint8_t*>(remote);
+    const uint8_t* src =
+        path == Path::Direct ? peerInput(q, offset) : reinterpret_cast<const uint8_t*>(remote);
     if (src != dst) std::memmove(dst, src, bytes);
     return;
   }

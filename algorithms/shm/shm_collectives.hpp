@@ -117,10 +117,9 @@ class ShmCollectives {
   uint8_t* exposureLine(int q, uint32_t call) const;
   const Exposure& exposure(int q) const;
   void publishExposure(const Exposure& mine);
-  enum class Side { Send, Recv };
-  // Copies `bytes` at `offset` of peer q's send or receive buffer to local `dst` (direct:
-  // memcpy through the shared view; cma: process_vm_readv). q may be this rank.
-  void copyFromPeer(Path path, int q, Side side, uint64_t offset, void* dst, uint64_t bytes);
+  // Copies `bytes` at `offset` of peer q's send buffer to local `dst` (direct: memcpy through
+  // the shared view; cma: process_vm_readv). q may be this rank.
+  void copyFromPeer(Path path, int q, uint64_t offset, void* dst, uint64_t bytes);
   // Copies `bytes` from local `src` to `offset` of peer q's receive buffer with
   // process_vm_writev (cma path); q may be this rank.
   void copyToPeer(int q, uint64_t offset, const void* src, uint64_t bytes);
@@ -130,9 +129,9 @@ class ShmCollectives {
   // After choosePath: whether any rank's input and output overlap (by the addresses every rank
   // published), the same answer on every rank.
   bool anyRankInPlace(uint64_t bytes) const;
-  // Peer q's buffer at `offset`, readable here (direct path only).
-  const uint8_t* view(int q, Side side, uint64_t offset) const;
-  // Peer q's receive buffer at `offset`, writable here (direct path only).
+  // Direct path only: peer q's send buffer at `offset`, readable here, and its receive buffer,
+  // writable here. q may be this rank.
+  const uint8_t* peerInput(int q, uint64_t offset) const { return peerSend_[q] + offset; }
   uint8_t* peerOutput(int q, uint64_t offset) const { return peerRecv_[q] + offset; }
 
   void allReduce(const NativeCall& call);
@@ -169,7 +168,7 @@ class ShmCollectives {
   std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
   std::vector<const uint8_t*> peerSend_;  // direct path: peers' buffers, here
-  std::vector<uint8_t*> peerRecv_;
+  std::vector<uint8_t*> peerRecv_;        // (outputs writable: the direct allreduce writes them)
 };
 
 }  // namespace weft
