@@ -72,11 +72,19 @@ std::string mapSegment(bool create, const std::string& name, const SegmentGeomet
                    g.mailboxBytes, g.totalBytes};
     for (int i = 0; i < ShmSegment::kHostFlags; ++i) new (*base + 64 * (1 + i)) SharedFlag();
     for (int r = 0; r < g.nlocal; ++r) new (*base + g.controlOffset + r * sizeof(RankControl)) RankControl();
-  } else if (header->magic != kMagic || header->version != kVersion ||
-             header->nlocal != static_cast<uint32_t>(g.nlocal) ||
-             header->totalBytes != g.totalBytes) {
+  } else if (header->magic != kMagic || header->version != kVersion) {
     munmap(p, g.totalBytes);
-    return fmt::format("{} does not have the expected layout", name);
+    return fmt::format("{} is not a weft segment of this version", name);
+  } else if (header->nlocal != static_cast<uint32_t>(g.nlocal) ||
+             header->totalBytes != g.totalBytes) {
+    const std::string e = fmt::format(
+        "{} was made for {} local ranks with slots of {} bytes and mailboxes of {} ({} bytes in "
+        "all); this rank expected {}, {} and {} ({} bytes): WEFT_SHM_SLOT_BYTES must be the same "
+        "on every rank of a host",
+        name, header->nlocal, header->slotBytes, header->mailboxBytes, header->totalBytes, g.nlocal,
+        g.slotBytes, g.mailboxBytes, g.totalBytes);
+    munmap(p, g.totalBytes);
+    return e;
   }
   return "";
 }

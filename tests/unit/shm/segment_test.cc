@@ -108,6 +108,31 @@ TEST_CASE("a segment for 1..8 local ranks is created 0600, shared, zeroed and un
   }
 }
 
+TEST_CASE("ranks that size the slots differently get an error naming both layouts") {
+  // As with WEFT_SHM_SLOT_BYTES set differently on two ranks: rank 1 asks for larger slots.
+  const std::string name = uniqueSegmentName();
+  ThreadOobGroup group(2);
+  auto errors = runRanks(group, [&](int rank, OutOfBand& oob) {
+    LocalGroup g;
+    g.ranks = {0, 1};
+    g.pids.assign(2, getpid());
+    g.me = rank;
+    g.oneProcess = true;
+    const uint64_t slot = rank == 0 ? 4096 : 65536;
+    ShmSegment::create(oob, g, name, SegmentGeometry::make(2, slot, 16 << 10), testDeadline());
+  });
+  // Every rank fails, rank 0 included (it learns of rank 1's failure in the same exchange).
+  REQUIRE(errors.size() == 2);
+  for (const std::string& e : errors) {
+    INFO(e);
+    CHECK(e.find("rank 1 could not map the shared-memory segment") != std::string::npos);
+    CHECK(e.find("slots of 4096 bytes") != std::string::npos);
+    CHECK(e.find("expected 2, 65536 and 16384") != std::string::npos);
+    CHECK(e.find("WEFT_SHM_SLOT_BYTES") != std::string::npos);
+  }
+  CHECK(entriesStartingWith("weft-" + name).empty());
+}
+
 TEST_CASE("the mailbox layout leaves room for both rings and clamps the eager limit") {
   using shm::MailboxLayout;
   CHECK_THROWS_AS(MailboxLayout::make(8 << 10, 8192), Error);
