@@ -22,10 +22,10 @@
 namespace weft {
 namespace {
 
-// Output of a large collective: streamed past the cache (it is not read again soon). Small
-// outputs stay cached for the caller.
-void copyOut(void* dst, const void* src, size_t bytes, size_t totalBytes) {
-  if (totalBytes >= kStreamOutputBytes)
+// Output of a large collective (streamOutput): streamed past the cache (it is not read again
+// soon). Small outputs stay cached for the caller.
+void copyOut(void* dst, const void* src, size_t bytes, bool streamed) {
+  if (streamed)
     streamCopy(dst, src, bytes);
   else
     std::memcpy(dst, src, bytes);
@@ -160,6 +160,7 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
   const uint64_t perChunk = segment_.geometry().slotBytes / es;
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
+  const bool streamed = streamOutput(call.count * es, n());
   for (uint64_t at = 0; at < call.count; at += perChunk) {
     const uint64_t len = std::min(perChunk, call.count - at);
     const int s = claimSlot();
@@ -186,13 +187,13 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     }
     arrive();
     const uint32_t reduced = phase_;
-    copyOut(out + (at + mine.offset) * es, acc, mine.count * es, call.count * es);
+    copyOut(out + (at + mine.offset) * es, acc, mine.count * es, streamed);
     for (int k = 1; k < n(); ++k) {
       const int q = (me() + k) % n();
       const Range theirs = blockRange(len, n(), q);
       waitPeer(q, reduced);
-      copyOut(out + (at + theirs.offset) * es, slot(q, s) + theirs.offset * es,
-              theirs.count * es, call.count * es);
+      copyOut(out + (at + theirs.offset) * es, slot(q, s) + theirs.offset * es, theirs.count * es,
+              streamed);
     }
     arrive();
     releaseSlot(s);
@@ -206,6 +207,7 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
   // Reduce my slice piece by piece, so the partial result stays in cache while every peer's
   // contribution is added. In place, my own input is the output: start from it.
   const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);
+  const bool streamed = streamOutput(call.count * es, n());
   std::vector<uint8_t>& landing = landing_;
   if (path == Path::Cma) landing.resize(piece * es);
   for (uint64_t at = 0; at < mine.count; at += piece) {
@@ -233,7 +235,7 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
       if (path == Path::Cma)
         copyToPeer(q, offset, acc, len * es);
       else
-        copyOut(peerOutput(q, offset), acc, len * es, call.count * es);
+        copyOut(peerOutput(q, offset), acc, len * es, streamed);
     }
   }
   // Nobody may leave (and let its caller reuse its buffers) while a peer still reads or

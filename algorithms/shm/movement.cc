@@ -145,12 +145,12 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const uint64_t count = call.count;
-  // A large output is written past the cache, as allreduce's (stream_copy.hpp). perf/compare
+  // A large output is written past the cache, as allreduce's (streamOutput). perf/compare
   // --weft-env at 3196b91 (a temporary switch) on the AMD EPYC build machine, 16 and 64 MiB, 5
   // alternating repetitions, time over cached stores': alltoall 0.78-0.85 (2 and 4 ranks),
   // allgather 0.85-0.90 (2) and 0.71-0.73 (4), broadcast 0.73-0.85. (At ed11cdf, on another
   // machine, broadcast had been within noise: 0.9 and 1.05.)
-  const bool streamed = count * es * needs.size() >= kStreamOutputBytes;
+  const bool streamed = streamOutput(count * es * needs.size(), n());
   for (uint64_t at = 0; at < count; at += piece) {
     const uint64_t len = std::min(piece, count - at);
     const int s = claimSlot();

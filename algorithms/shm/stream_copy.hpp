@@ -4,13 +4,27 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace weft {
 
 inline constexpr size_t kStreamCopyMinBytes = 4 << 10;
-// Outputs at least this large are written with streaming stores (measured on the 2-core build
-// machine: from 16 MiB they beat cached stores, below they do not).
-inline constexpr size_t kStreamOutputBytes = 16 << 20;
+// A collective's outputs are written with streaming stores once the local ranks' outputs
+// together reach this size: their inputs, outputs and slots no longer stay in the shared
+// cache, and cached stores would first read every output line from memory. 7-9 alternating
+// weft-perf runs per size against 38eb0ed on the 2-core AMD EPYC build machine (L2 1 MiB per
+// core, L3 32 MiB), medians, time with this limit over the former one (16 MiB of output per
+// rank): allreduce 2 ranks 0.97 at 4 MiB, 0.58 at 8 MiB; broadcast 0.68-0.85 (2 ranks),
+// 0.53-0.85 (4); alltoall 0.78-0.79 (2), 0.57-0.74 (4); allgather 0.73-0.93 (2), 0.60-0.92
+// (4); 8 ranks, allreduce and allgather 0.66-0.72 at 1-4 MiB; weftMemAlloc allreduce
+// 0.65-0.84. (Identical runs of one build differ by up to 0.87-1.13 this way.) Half this limit
+// took 1.2x as long on a 2-rank 2 MiB allreduce.
+inline constexpr uint64_t kStreamHostOutputBytes = 8 << 20;
+
+// Whether a collective writing `outputBytes` per rank on `ranks` local ranks streams its output.
+inline bool streamOutput(uint64_t outputBytes, int ranks) {
+  return outputBytes * static_cast<uint64_t>(ranks) >= kStreamHostOutputBytes;
+}
 
 // memcpy semantics (no overlap). Falls back to memcpy below kStreamCopyMinBytes or without
 // AVX2.
