@@ -12,7 +12,7 @@ inline constexpr size_t kStreamCopyMinBytes = 4 << 10;
 // A collective's outputs are written with streaming stores once the local ranks' outputs
 // together reach this size: their inputs, outputs and slots no longer stay in the shared
 // cache, and cached stores would first read every output line from memory. 7-9 alternating
-// weft-perf runs per size against 38eb0ed on the 2-core AMD EPYC build machine (L2 1 MiB per
+// weft-perf runs per size against 38eb0ed on the 2-core AMD EPYC build machine (L2 512 KiB per
 // core, L3 32 MiB), medians, time with this limit over the former one (16 MiB of output per
 // rank): allreduce 2 ranks 0.97 at 4 MiB, 0.58 at 8 MiB; broadcast 0.68-0.85 (2 ranks),
 // 0.53-0.85 (4); alltoall 0.78-0.79 (2), 0.57-0.74 (4); allgather 0.73-0.93 (2), 0.60-0.92
