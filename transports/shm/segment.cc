@@ -172,7 +172,7 @@ uint64_t defaultSlotBytes(int nlocal, bool oversubscribed) {
     return bytes ? bytes : uint64_t{1} << 20;
   }();
   const uint64_t ranks = static_cast<uint64_t>(std::max(nlocal, 1));
-  const uint64_t cacheSized = std::clamp<uint64_t>(l2 / (2 * ranks), 32 << 10, 1 << 20);
+  const uint64_t cacheSized = std::clamp<uint64_t>(2 * l2 / ranks, 32 << 10, 1 << 20);
   if (!oversubscribed) return cacheSized;
   return std::clamp<uint64_t>((8 << 20) / (2 * ranks), cacheSized, 1 << 20);
 }

@@ -88,8 +88,16 @@ class ShmSegment {
   std::string name_;
 };
 
-// Slot size for `nlocal` ranks. With a core each, chunks of every rank together stay within this
-// core's L2 cache (hwloc's figure), between 32 KiB and 1 MiB. Ranks that share cores
+// Slot size for `nlocal` ranks. With a core each, the slots of every rank together (two each)
+// take four times this core's L2 cache (hwloc's figure), between 32 KiB and 1 MiB per slot: on
+// 2 ranks, slots of one L2 each. They were a quarter of that (each rank's chunk of a collective
+// within the L2 together). On the 2-core AMD EPYC build machine (512 KiB L2 per core), weft-perf
+// on 2 ranks against 539db37, 9 alternating launches of 200 calls after 500 warm-up ones,
+// medians, time with 512 KiB slots over 128 KiB at 1 MiB: allreduce 0.99, allgather 0.89,
+// alltoall 0.75, reduce-scatter 0.67, broadcast 0.70 (0.85 in place); at 4 MiB allreduce 0.93,
+// allgather 0.94; at 256 KiB 0.80-0.96; weftMemAlloc buffers 0.97-1.02. In shorter runs, 256
+// KiB slots took 1.13x the time of 512 KiB on a 1 MiB broadcast, and 1 MiB slots 1.24x (one
+// piece: no pipeline). Only 2 ranks could be measured there. Ranks that share cores
 // (core_agreement.hpp) take 8 MiB of slots in all, between that and 1 MiB per slot: every phase
 // of a collective costs them a context switch, so fewer, larger chunks win over cache-sized
 // ones.

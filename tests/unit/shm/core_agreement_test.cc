@@ -5,6 +5,7 @@
 // masks the test chose. Then the slot size that follows from the answer.
 #include "transports/shm/core_agreement.hpp"
 
+#include <hwloc.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -102,4 +103,29 @@ TEST_CASE("ranks that share cores get larger slots: 8 MiB in all, at most 1 MiB 
   CHECK(defaultSlotBytes(16, true) == (256u << 10));
   CHECK(defaultSlotBytes(4, true) == (1u << 20));
   CHECK(defaultSlotBytes(2, true) == (1u << 20));
+}
+
+TEST_CASE("ranks with a core each get slots that together take four times the L2 cache") {
+  // The L2 size as hwloc reports it, read here the plain way (1 MiB where it reports none).
+  uint64_t l2 = 0;
+  hwloc_topology_t topology;
+  REQUIRE(hwloc_topology_init(&topology) == 0);
+  if (hwloc_topology_load(topology) == 0) {
+    hwloc_obj_t cache = hwloc_get_obj_by_type(topology, HWLOC_OBJ_L2CACHE, 0);
+    if (cache && cache->attr) l2 = cache->attr->cache.size;
+  }
+  hwloc_topology_destroy(topology);
+  if (l2 == 0) l2 = 1 << 20;
+  CAPTURE(l2);
+  for (int n = 1; n <= 64; ++n) {
+    CAPTURE(n);
+    const uint64_t slot = defaultSlotBytes(n, false);
+    const uint64_t all = uint64_t(n) * 2 * slot;
+    if (slot == (32u << 10))
+      CHECK(all >= 4 * l2 - 2 * n);  // the lower bound: 4 L2 would give smaller slots
+    else if (slot == (1u << 20))
+      CHECK(all <= 4 * l2);  // the upper bound: 4 L2 would give larger ones
+    else
+      CHECK((all <= 4 * l2 && all + 2 * n > 4 * l2));
+  }
 }
