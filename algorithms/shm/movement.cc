@@ -43,27 +43,6 @@ std::vector<Transfer> transfersTo(Collective c, int r, int n, int root) {
   return t;
 }
 
-// The input blocks rank q holds for others (what it stages), in staging order.
-std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
-  std::vector<uint64_t> b;
-  switch (c) {
-    case Collective::Broadcast:
-      if (q == root) b.push_back(0);
-      break;
-    case Collective::AllGather:
-    case Collective::Gather: b.push_back(0); break;
-    case Collective::AlltoAll:
-      for (int k = 0; k < n; ++k) b.push_back(uint64_t(k));
-      break;
-    case Collective::Scatter:
-      if (q == root)
-        for (int k = 0; k < n; ++k) b.push_back(uint64_t(k));
-      break;
-    default: break;
-  }
-  return b;
-}
-
 // Whether another rank reads block `block` of `owner`'s input (the owner's own copy of a block
 // goes straight from its input to its output, never through its slot).
 bool readByPeer(Collective c, int owner, uint64_t block, int n, int root) {
@@ -74,6 +53,32 @@ bool readByPeer(Collective c, int owner, uint64_t block, int n, int root) {
     case Collective::Gather: return owner != root;
     default: return true;
   }
+}
+
+// The input blocks rank q stages for others, in the order they sit in its slot: the blocks
+// another rank reads (an alltoall's or scatter's own block and a gather root's stay out, so
+// the others get larger pieces).
+std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
+  std::vector<uint64_t> all;
+  switch (c) {
+    case Collective::Broadcast:
+      if (q == root) all.push_back(0);
+      break;
+    case Collective::AllGather:
+    case Collective::Gather: all.push_back(0); break;
+    case Collective::AlltoAll:
+      for (int k = 0; k < n; ++k) all.push_back(uint64_t(k));
+      break;
+    case Collective::Scatter:
+      if (q == root)
+        for (int k = 0; k < n; ++k) all.push_back(uint64_t(k));
+      break;
+    default: break;
+  }
+  std::vector<uint64_t> b;
+  for (uint64_t block : all)
+    if (readByPeer(c, q, block, n, root)) b.push_back(block);
+  return b;
 }
 
 }  // namespace
@@ -165,8 +170,7 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
     const uint64_t len = std::min(piece, count - at);
     const int s = claimSlot();
     for (size_t i = 0; i < mine.size(); ++i)
-      if (readByPeer(call.collective, me(), mine[i], n(), call.root))
-        std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
+      std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
     arrive();
     const uint32_t ready = phase_;
     for (size_t k = 0; k < needs.size(); ++k) {
