@@ -1,13 +1,16 @@
 #include "algorithms/shm/shm_collectives.hpp"
 
 #include <sched.h>
-
 #include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "algorithms/shm/cma_cost.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/log.hpp"
 
@@ -20,10 +23,11 @@ const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe re
 }  // namespace
 
 ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
-                               CoreAgreement cores)
+                               CoreAgreement cores, double cmaCost)
     : segment_(segment),
       group_(group),
       mode_(mode),
+      cmaCostRatio_(cmaCost),
       cores_(cores.cores),
       oversubscribed_(cores.oversubscribed) {}
 
@@ -83,8 +87,31 @@ void ShmCollectives::setUp(const WaitContext& wait) {
     WEFT_INFO(kSubsysShm, "{}: CMA from rank {} refused ({}); copying through shared memory",
               wait.what(), group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
   mine.flags = ok ? 1 : 0;
+  // Whether CMA is cheap here (cma_cost.hpp): given, or measured by every rank and agreed as
+  // the median.
+  const bool given = cmaCostRatio_ > 0;
+  const double ratio = !ok || mode_ != ShmMode::Auto ? 0 : given ? cmaCostRatio_ : cmaCostRatio();
+  static_assert(sizeof ratio == sizeof mine.recv);
+  std::memcpy(&mine.recv, &ratio, sizeof ratio);
   publishExposure(mine);
-  for (int q = 0; q < n(); ++q) cmaWorks_ &= exposure(q).flags == 1;
+  std::vector<double> ratios;
+  for (int q = 0; q < n(); ++q) {
+    cmaWorks_ &= exposure(q).flags == 1;
+    double theirs;
+    std::memcpy(&theirs, &exposure(q).recv, sizeof theirs);
+    ratios.push_back(theirs);
+  }
+  if (cmaWorks_ && mode_ == ShmMode::Auto) {
+    cmaCostRatio_ = agreedCmaCostRatio(std::move(ratios));
+    std::string viaCma;
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (serves(Collective(c)) && cmaPreferred(Collective(c), n(), cmaCostRatio_))
+        viaCma += std::string(viaCma.empty() ? "" : " ") + collectiveName(Collective(c));
+    WEFT_INFO(kSubsysShm,
+              "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks{}); with ordinary "
+              "buffers, these read peers through CMA: {}",
+              wait.what(), cmaCostRatio_, n(), given ? ", WEFT_SHM_CMA_COST" : "", viaCma);
+  }
   wait_ = nullptr;
 }
 
@@ -174,8 +201,15 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // 24cf15d, on another machine, staged alltoall had taken 1.2-1.4x CMA's time on 4 ranks
   // from 512 KiB.) Scatter keeps CMA: staged took 0.49-0.67x its time on 2 ranks but
   // 0.79-1.25x on 4, where the root alone copies every block into its slot.
+  // Where a CMA copy is cheap (cma_cost.hpp), CMA wins instead for most collectives: on the
+  // 2-core Intel Xeon build machine, 5 alternating weft-perf runs per size, medians, time with
+  // WEFT_SHM_MODE=cma over staged's at 64 KiB-4 MiB: 2 ranks, broadcast 0.13-0.87, allgather
+  // 0.47-0.73, alltoall 0.47-0.83 (from 256 KiB), gather 0.54-0.70, allreduce 0.48-0.95,
+  // reduce-scatter 0.79-1.25; 4 ranks, allgather 0.86-1.06, alltoall 0.77-0.85, gather
+  // 0.44-1.09, broadcast 1.61-1.83, allreduce 0.99-1.10, reduce-scatter 1.00-1.25.
   if (!cmaWorks_) return Path::Staged;
-  if (mode_ == ShmMode::Auto && call.collective != Collective::Scatter) return Path::Staged;
+  if (mode_ == ShmMode::Auto && !cmaPreferred(call.collective, n(), cmaCostRatio_))
+    return Path::Staged;
   return Path::Cma;
 }
 

@@ -57,7 +57,10 @@ class ShmCollectives {
   // `cores`: what the local ranks agreed on before the segment was sized (agreeOnCores). Ranks
   // that share cores have small allreduces cost as few wake-ups as possible
   // (allReduceLastArriver).
-  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode, CoreAgreement cores);
+  // `cmaCost`: what a CMA copy costs in memcpys (WEFT_SHM_CMA_COST), the same on every rank;
+  // 0: setUp measures it.
+  ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode, CoreAgreement cores,
+                 double cmaCost = 0);
   // Collective over the local ranks, once, before the first run. Finds out whether CMA works
   // between them (it may not: Yama's ptrace_scope, seccomp), so every rank decides alike.
   void setUp(const WaitContext& wait);
@@ -156,6 +159,7 @@ class ShmCollectives {
   LocalGroup group_;
   ShmMode mode_;
   bool cmaWorks_ = true;
+  double cmaCostRatio_ = 0;  // given, or agreed at setUp (cma_cost.hpp); 0: not known
   int cores_ = 0;
   bool oversubscribed_ = false;
   uint32_t lastArriverCalls_ = 0;        // calls of allReduceLastArriver so far

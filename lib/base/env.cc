@@ -20,8 +20,9 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_DEBUG_FILE", "(stderr)", "write the log here; %h is the host name, %p the pid"},
     EnvVar{"WEFT_TIMEOUT_MS", "300000",
            "deadline of every wait, in milliseconds (config.timeoutMs overrides per communicator)"},
-    EnvVar{"WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
-           "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
+    EnvVar{
+        "WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
+        "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
     EnvVar{"WEFT_ALGO", "(tuned)",
@@ -50,8 +51,12 @@ constexpr std::array kVariables = {
            "goes on connection k mod N, for links one tcp connection cannot fill"},
     EnvVar{"WEFT_SHM_MODE", "auto",
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped; else "
-           "staged, except scatter, which reads the root's buffer through CMA above 16 KiB per "
-           "block when the kernel allows it), staged (always through the segment) or cma"},
+           "CMA above 16 KiB per block for scatter, and for allgather, alltoall, gather and, on "
+           "2 ranks, broadcast and allreduce where the ranks measure at set-up that a CMA copy "
+           "costs under 2.2 memcpys; else staged), staged (always through the segment) or cma"},
+    EnvVar{"WEFT_SHM_CMA_COST", "(measured)",
+           "what a CMA copy costs in memcpys, 0.01 to 1000, the same on every rank of a host: "
+           "replaces the measurement WEFT_SHM_MODE=auto goes by (under 2.2: CMA is cheap)"},
     EnvVar{"WEFT_SHM_SLOT_BYTES", "(from the L2 cache)",
            "bytes of each of a rank's two staging slots in the shared-memory segment, 4096 to "
            "64 MiB, the same on every rank of a host; by default a share of the L2 cache, larger "
@@ -151,6 +156,16 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
   if (const char* v = get("WEFT_SHM_SLOT_BYTES"); v && *v)
     env.shmSlotBytes =
         static_cast<uint64_t>(parseInteger("WEFT_SHM_SLOT_BYTES", v, 4096, int64_t{64} << 20));
+  if (const char* v = get("WEFT_SHM_CMA_COST"); v && *v) {
+    const std::string_view t(v);
+    double cost = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), cost);
+    if (ec != std::errc() || end != t.data() + t.size())
+      fail(weftInvalidArgument, "WEFT_SHM_CMA_COST='{}' is not a number", v);
+    if (!(cost >= 0.01 && cost <= 1000))
+      fail(weftInvalidArgument, "WEFT_SHM_CMA_COST={} is out of range [0.01, 1000]", v);
+    env.shmCmaCost = cost;
+  }
   if (const char* v = get("WEFT_SHM_MODE"); v && *v) {
     env.shmMode = v;
     if (env.shmMode != "auto" && env.shmMode != "staged" && env.shmMode != "cma")

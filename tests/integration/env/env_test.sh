@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # WEFT_DEBUG / WEFT_DEBUG_SUBSYS / WEFT_DEBUG_FILE reach the log, WEFT_SHM_SLOT_BYTES the
-# segment, and a bad WEFT_* value is a clear error at init, naming the variable.
+# segment, WEFT_SHM_CMA_COST the choice of CMA, and a bad WEFT_* value is a clear error at init, naming the variable.
 set -euo pipefail
 weftrun=$1 smoke=$2
 work=$(mktemp -d)
@@ -22,9 +22,19 @@ WEFT_SHM_SLOT_BYTES=65536 WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=SHM \
   "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
 grep -q "slots of 65536" "$work/out" || { echo "WEFT_SHM_SLOT_BYTES=65536 not in the log:"; cat "$work/out"; exit 1; }
 
+# WEFT_SHM_CMA_COST replaces the set-up's measurement of CMA (the log says so).
+WEFT_SHM_CMA_COST=7.5 WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=SHM \
+  "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+if grep -q "CMA from rank .* refused" "$work/out"; then
+  echo "env: CMA refused here, WEFT_SHM_CMA_COST not checked"
+else
+  grep -q "costs 7.50 memcpys here (median of 2 ranks, WEFT_SHM_CMA_COST)" "$work/out" ||
+    { echo "WEFT_SHM_CMA_COST=7.5 not in the log:"; cat "$work/out"; exit 1; }
+fi
+
 # A bad value is an error at init that names the variable.
 for bad in "WEFT_TIMEOUT_MS=soon" "WEFT_DEBUG=LOUD" "WEFT_DEBUG_SUBSYS=INIT,BOGUS" "WEFT_CHUNK_BYTES=3" \
-           "WEFT_SHM_SLOT_BYTES=100"; do
+           "WEFT_SHM_SLOT_BYTES=100" "WEFT_SHM_CMA_COST=cheap" "WEFT_SHM_CMA_COST=0"; do
   if env "$bad" "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1; then
     echo "$bad: the job succeeded"; exit 1
   fi

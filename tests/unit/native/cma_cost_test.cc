@@ -1,0 +1,47 @@
+#include "algorithms/shm/cma_cost.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+using weft::Collective;
+
+TEST_CASE("cmaCostRatio measures a positive, finite cost on this machine") {
+  // Self-CMA is always allowed, so 0 (refused) would be a bug here; the value itself is the
+  // machine's, never asserted.
+  const double ratio = weft::cmaCostRatio(64 << 10, 2);
+  REQUIRE(std::isfinite(ratio));
+  REQUIRE(ratio > 0);
+  REQUIRE(weft::cmaCostRatio(0, 2) == 0);
+  REQUIRE(weft::cmaCostRatio(4096, 0) == 0);
+}
+
+TEST_CASE("agreedCmaCostRatio is the median, whatever the order") {
+  REQUIRE(weft::agreedCmaCostRatio({}) == 0);
+  REQUIRE(weft::agreedCmaCostRatio({3.0}) == 3.0);
+  REQUIRE(weft::agreedCmaCostRatio({4.0, 1.0}) == 2.5);
+  REQUIRE(weft::agreedCmaCostRatio({9.0, 1.0, 2.0}) == 2.0);
+  REQUIRE(weft::agreedCmaCostRatio({2.0, 9.0, 1.0, 3.0}) == 2.5);
+}
+
+TEST_CASE("cmaPreferred: scatter always, the rest only where CMA is cheap") {
+  const double cheap = weft::kCmaCheapRatio - 0.1, dear = weft::kCmaCheapRatio + 0.1;
+  for (int ranks : {2, 3, 4, 8}) {
+    INFO(ranks << " ranks");
+    REQUIRE(weft::cmaPreferred(Collective::Scatter, ranks, dear));
+    REQUIRE(weft::cmaPreferred(Collective::Scatter, ranks, 0));
+    for (Collective c : {Collective::AllGather, Collective::AlltoAll, Collective::Gather}) {
+      REQUIRE(weft::cmaPreferred(c, ranks, cheap));
+      REQUIRE_FALSE(weft::cmaPreferred(c, ranks, dear));
+      REQUIRE_FALSE(weft::cmaPreferred(c, ranks, 0));  // not measured
+    }
+    for (Collective c : {Collective::Broadcast, Collective::AllReduce}) {
+      REQUIRE(weft::cmaPreferred(c, ranks, cheap) == (ranks == 2));
+      REQUIRE_FALSE(weft::cmaPreferred(c, ranks, dear));
+    }
+    for (Collective c : {Collective::ReduceScatter, Collective::Reduce}) {
+      REQUIRE_FALSE(weft::cmaPreferred(c, ranks, cheap));
+      REQUIRE_FALSE(weft::cmaPreferred(c, ranks, dear));
+    }
+  }
+}
