@@ -47,15 +47,16 @@ double agreedCmaCostRatio(std::vector<double> ratios) {
   return ratios.size() % 2 ? ratios[m] : (ratios[m - 1] + ratios[m]) / 2;
 }
 
-bool cmaPreferred(Collective c, int ranks, double costRatio) {
+bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t outputBytes) {
   if (c == Collective::Scatter) return true;
   if (costRatio <= 0 || costRatio > kCmaCheapRatio) return false;
+  const uint64_t hostOutput = outputBytes * static_cast<uint64_t>(ranks);
   switch (c) {
     case Collective::AllGather:
     case Collective::AlltoAll:
-    case Collective::Gather: return true;
-    case Collective::Broadcast:
-    case Collective::AllReduce: return ranks == 2;
+    case Collective::Gather: return hostOutput < kCmaMaxHostOutputBytes;
+    case Collective::Broadcast: return ranks == 2 && hostOutput < kCmaMaxHostOutputBytes;
+    case Collective::AllReduce: return ranks == 2 && hostOutput < kCmaMaxAllReduceHostOutputBytes;
     default: return false;
   }
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "algorithms/schedule.hpp"
@@ -27,18 +28,29 @@ inline constexpr size_t kCmaCostProbeBytes = 256 << 10;
 
 // The time of a process_vm_readv of `bytes` from this process to itself over that of a memcpy of
 // the same bytes, the fastest of `reps` each. 0 when the kernel refuses CMA.
-double cmaCostRatio(size_t bytes = kCmaCostProbeBytes, int reps = 8);
+double cmaCostRatio(size_t bytes = kCmaCostProbeBytes, int reps = 16);
 
 // The ratio the local ranks go by: the median of every rank's (the same answer on every rank
 // given the same list). Empty: 0.
 double agreedCmaCostRatio(std::vector<double> ratios);
 
+// Large outputs go through the slots, where they are written with streaming stores
+// (stream_copy.hpp) and CMA's copies by the kernel are not: CMA only while the local ranks'
+// outputs together stay below these. Same machine and method as below, 5 runs per size, time
+// with CMA over staged's: 2 ranks, allgather 0.73-0.79 at 8-32 MiB, alltoall 0.75 at 8-16 MiB
+// and 1.05 at 32 MiB, broadcast 0.85 at 8 MiB and 1.00 at 16 MiB; 4 ranks, allgather 0.94,
+// 0.99, 1.32 at 8, 16, 32 MiB, alltoall 0.72, 0.99, 1.00; allreduce (2 ranks) 0.98-0.99 at 4-8
+// MiB and 1.19 at 16 MiB.
+inline constexpr uint64_t kCmaMaxHostOutputBytes = uint64_t{128} << 20;
+inline constexpr uint64_t kCmaMaxAllReduceHostOutputBytes = uint64_t{32} << 20;
+
 // Whether collective `c` on `ranks` local ranks with ordinary (private) buffers reads peers'
-// buffers through CMA rather than staging through the slots, given the agreed cost ratio.
-// Scatter always does (the root would otherwise copy every block into its slot alone). Where
-// CMA is cheap, allgather, alltoall and gather do at every rank count; broadcast and allreduce
-// only on 2 ranks (on more, every receiver reads the same root: 4 ranks took 1.6-1.8x staging's
-// time for broadcast, 1.0-1.1x for allreduce); reduce-scatter and reduce stage (1.0-1.25x).
-bool cmaPreferred(Collective c, int ranks, double costRatio);
+// buffers through CMA rather than staging through the slots, given the agreed cost ratio and
+// `outputBytes`, the largest output one rank receives. Scatter always does (the root would
+// otherwise copy every block into its slot alone). Where CMA is cheap, allgather, alltoall and
+// gather do at every rank count; broadcast and allreduce only on 2 ranks (on more, every
+// receiver reads the same root: 4 ranks took 1.6-1.8x staging's time for broadcast, 1.0-1.1x
+// for allreduce); reduce-scatter and reduce stage (0.8-1.25x); all below the limits above.
+bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t outputBytes);
 
 }  // namespace weft

@@ -105,11 +105,11 @@ void ShmCollectives::setUp(const WaitContext& wait) {
     cmaCostRatio_ = agreedCmaCostRatio(std::move(ratios));
     std::string viaCma;
     for (int c = 0; c < kNumCollectives; ++c)
-      if (serves(Collective(c)) && cmaPreferred(Collective(c), n(), cmaCostRatio_))
+      if (serves(Collective(c)) && cmaPreferred(Collective(c), n(), cmaCostRatio_, 0))
         viaCma += std::string(viaCma.empty() ? "" : " ") + collectiveName(Collective(c));
     WEFT_INFO(kSubsysShm,
               "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks{}); with ordinary "
-              "buffers, these read peers through CMA: {}",
+              "buffers, these read peers through CMA (below cma_cost.hpp's sizes): {}",
               wait.what(), cmaCostRatio_, n(), given ? ", WEFT_SHM_CMA_COST" : "", viaCma);
   }
   wait_ = nullptr;
@@ -208,7 +208,12 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // reduce-scatter 0.79-1.25; 4 ranks, allgather 0.86-1.06, alltoall 0.77-0.85, gather
   // 0.44-1.09, broadcast 1.61-1.83, allreduce 0.99-1.10, reduce-scatter 1.00-1.25.
   if (!cmaWorks_) return Path::Staged;
-  if (mode_ == ShmMode::Auto && !cmaPreferred(call.collective, n(), cmaCostRatio_))
+  // The largest output one rank receives.
+  uint64_t outputBytes = call.count * call.elemSize;
+  if (call.collective == Collective::AllGather || call.collective == Collective::AlltoAll ||
+      call.collective == Collective::Gather)
+    outputBytes *= static_cast<uint64_t>(n());
+  if (mode_ == ShmMode::Auto && !cmaPreferred(call.collective, n(), cmaCostRatio_, outputBytes))
     return Path::Staged;
   return Path::Cma;
 }
