@@ -54,9 +54,9 @@ bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t outputByte
   switch (c) {
     case Collective::AllGather:
     case Collective::AlltoAll:
-    case Collective::Gather: return hostOutput < kCmaMaxHostOutputBytes;
-    case Collective::Broadcast: return ranks == 2 && hostOutput < kCmaMaxHostOutputBytes;
-    case Collective::AllReduce: return ranks == 2 && hostOutput < kCmaMaxAllReduceHostOutputBytes;
+    case Collective::Gather: return hostOutput <= kCmaMaxHostOutputBytes;
+    case Collective::Broadcast: return ranks == 2 && hostOutput <= kCmaMaxHostOutputBytes;
+    case Collective::AllReduce: return ranks == 2 && hostOutput <= kCmaMaxAllReduceHostOutputBytes;
     default: return false;
   }
 }
