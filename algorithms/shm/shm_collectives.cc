@@ -87,10 +87,14 @@ void ShmCollectives::setUp(const WaitContext& wait) {
     WEFT_INFO(kSubsysShm, "{}: CMA from rank {} refused ({}); copying through shared memory",
               wait.what(), group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
   mine.flags = ok ? 1 : 0;
-  // Whether CMA is cheap here (cma_cost.hpp): given, or measured by every rank and agreed as
-  // the median.
+  // Whether CMA is cheap here (cma_cost.hpp): given, or measured by every rank (once per
+  // process: communicators split from this one ask again) and agreed as the median.
   const bool given = cmaCostRatio_ > 0;
-  const double ratio = !ok || mode_ != ShmMode::Auto ? 0 : given ? cmaCostRatio_ : cmaCostRatio();
+  auto measured = [] {
+    static const double ratio = cmaCostRatio();
+    return ratio;
+  };
+  const double ratio = !ok || mode_ != ShmMode::Auto ? 0 : given ? cmaCostRatio_ : measured();
   static_assert(sizeof ratio == sizeof mine.recv);
   std::memcpy(&mine.recv, &ratio, sizeof ratio);
   publishExposure(mine);
