@@ -47,10 +47,15 @@ double agreedCmaCostRatio(std::vector<double> ratios) {
   return ratios.size() % 2 ? ratios[m] : (ratios[m - 1] + ratios[m]) / 2;
 }
 
-bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t outputBytes) {
+bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t blockBytes) {
   if (c == Collective::Scatter) return true;
   if (costRatio <= 0 || costRatio > kCmaCheapRatio) return false;
-  const uint64_t hostOutput = outputBytes * static_cast<uint64_t>(ranks);
+  // The largest output one rank receives (a block from every rank: allgather, alltoall, a
+  // gather's root), on every rank.
+  const uint64_t n = static_cast<uint64_t>(ranks);
+  const bool blockFromEach =
+      c == Collective::AllGather || c == Collective::AlltoAll || c == Collective::Gather;
+  const uint64_t hostOutput = blockBytes * (blockFromEach ? n : 1) * n;
   switch (c) {
     case Collective::AllGather:
     case Collective::AlltoAll:

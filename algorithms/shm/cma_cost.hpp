@@ -47,11 +47,11 @@ inline constexpr uint64_t kCmaMaxAllReduceHostOutputBytes = uint64_t{16} << 20;
 
 // Whether collective `c` on `ranks` local ranks with ordinary (private) buffers reads peers'
 // buffers through CMA rather than staging through the slots, given the agreed cost ratio and
-// `outputBytes`, the largest output one rank receives. Scatter always does (the root would
-// otherwise copy every block into its slot alone). Where CMA is cheap, allgather, alltoall and
-// gather do at every rank count; broadcast and allreduce only on 2 ranks (on more, every
+// `blockBytes`, the bytes of one rank's block (count x element size). Scatter always does (the root
+// would otherwise copy every block into its slot alone). Where CMA is cheap, allgather, alltoall
+// and gather do at every rank count; broadcast and allreduce only on 2 ranks (on more, every
 // receiver reads the same root: 4 ranks took 1.6-1.8x staging's time for broadcast, 1.0-1.1x
 // for allreduce); reduce-scatter and reduce stage (0.8-1.25x); all below the limits above.
-bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t outputBytes);
+bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t blockBytes);
 
 }  // namespace weft

@@ -59,25 +59,25 @@ bool readByPeer(Collective c, int owner, uint64_t block, int n, int root) {
 // another rank reads (an alltoall's or scatter's own block and a gather root's stay out, so
 // the others get larger pieces).
 std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
-  std::vector<uint64_t> all;
+  std::vector<uint64_t> b;
+  auto stage = [&](uint64_t block) {
+    if (readByPeer(c, q, block, n, root)) b.push_back(block);
+  };
   switch (c) {
     case Collective::Broadcast:
-      if (q == root) all.push_back(0);
+      if (q == root) stage(0);
       break;
     case Collective::AllGather:
-    case Collective::Gather: all.push_back(0); break;
+    case Collective::Gather: stage(0); break;
     case Collective::AlltoAll:
-      for (int k = 0; k < n; ++k) all.push_back(uint64_t(k));
+      for (int k = 0; k < n; ++k) stage(uint64_t(k));
       break;
     case Collective::Scatter:
       if (q == root)
-        for (int k = 0; k < n; ++k) all.push_back(uint64_t(k));
+        for (int k = 0; k < n; ++k) stage(uint64_t(k));
       break;
     default: break;
   }
-  std::vector<uint64_t> b;
-  for (uint64_t block : all)
-    if (readByPeer(c, q, block, n, root)) b.push_back(block);
   return b;
 }
 

@@ -88,7 +88,7 @@ void ShmCollectives::setUp(const WaitContext& wait) {
               wait.what(), group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
   mine.flags = ok ? 1 : 0;
   // Whether CMA is cheap here (cma_cost.hpp): given, or measured by every rank (once per
-  // process: communicators split from this one ask again) and agreed as the median.
+  // process; later communicators reuse it) and agreed as the median.
   const bool given = cmaCostRatio_ > 0;
   auto measured = [] {
     static const double ratio = cmaCostRatio();
@@ -212,12 +212,8 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // reduce-scatter 0.79-1.25; 4 ranks, allgather 0.86-1.06, alltoall 0.77-0.85, gather
   // 0.44-1.09, broadcast 1.61-1.83, allreduce 0.99-1.10, reduce-scatter 1.00-1.25.
   if (!cmaWorks_) return Path::Staged;
-  // The largest output one rank receives.
-  uint64_t outputBytes = call.count * call.elemSize;
-  if (call.collective == Collective::AllGather || call.collective == Collective::AlltoAll ||
-      call.collective == Collective::Gather)
-    outputBytes *= static_cast<uint64_t>(n());
-  if (mode_ == ShmMode::Auto && !cmaPreferred(call.collective, n(), cmaCostRatio_, outputBytes))
+  if (mode_ == ShmMode::Auto &&
+      !cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize))
     return Path::Staged;
   return Path::Cma;
 }

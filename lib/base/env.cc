@@ -20,9 +20,8 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_DEBUG_FILE", "(stderr)", "write the log here; %h is the host name, %p the pid"},
     EnvVar{"WEFT_TIMEOUT_MS", "300000",
            "deadline of every wait, in milliseconds (config.timeoutMs overrides per communicator)"},
-    EnvVar{
-        "WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
-        "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
+    EnvVar{"WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
+           "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
     EnvVar{"WEFT_ALGO", "(tuned)",
@@ -53,7 +52,8 @@ constexpr std::array kVariables = {
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped; else "
            "CMA above 16 KiB per block for scatter, and for allgather, alltoall, gather and, on "
            "2 ranks, broadcast and allreduce where the ranks measure at set-up that a CMA copy "
-           "costs under 2.2 memcpys; else staged), staged (always through the segment) or cma"},
+           "costs under 2.2 memcpys, up to 32 MiB of output on the host (allreduce 16 MiB); else "
+           "staged), staged (always through the segment) or cma"},
     EnvVar{"WEFT_SHM_CMA_COST", "(measured)",
            "what a CMA copy costs in memcpys, 0.01 to 1000, the same on every rank of a host: "
            "replaces the measurement WEFT_SHM_MODE=auto goes by (under 2.2: CMA is cheap)"},

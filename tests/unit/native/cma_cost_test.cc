@@ -26,7 +26,7 @@ TEST_CASE("agreedCmaCostRatio is the median, whatever the order") {
 
 TEST_CASE("cmaPreferred: scatter always, the rest only where CMA is cheap") {
   const double cheap = weft::kCmaCheapRatio - 0.1, dear = weft::kCmaCheapRatio + 0.1;
-  const uint64_t small = 1 << 20;
+  const uint64_t small = 256 << 10;  // bytes per block
   for (int ranks : {2, 3, 4, 8}) {
     INFO(ranks << " ranks");
     REQUIRE(weft::cmaPreferred(Collective::Scatter, ranks, dear, small));
@@ -49,25 +49,28 @@ TEST_CASE("cmaPreferred: scatter always, the rest only where CMA is cheap") {
 
 TEST_CASE("cmaPreferred: large outputs stage (streamed), whatever CMA costs") {
   const double cheap = 1.0;
-  // The host's outputs together: at the limits and just above.
+  // The host's outputs together (every rank's output: a block from each rank for allgather,
+  // alltoall and a gather's root; one block for the rest): at the limits and just above.
   const uint64_t limit = weft::kCmaMaxHostOutputBytes,
                  reduceLimit = weft::kCmaMaxAllReduceHostOutputBytes;
-  for (int ranks : {2, 4}) {
+  for (uint64_t ranks : {2, 4}) {
     INFO(ranks << " ranks");
+    const int r = static_cast<int>(ranks);
     for (Collective c : {Collective::AllGather, Collective::AlltoAll, Collective::Gather}) {
-      REQUIRE(weft::cmaPreferred(c, ranks, cheap, limit / ranks));
-      REQUIRE_FALSE(weft::cmaPreferred(c, ranks, cheap, limit / ranks + 1));
+      REQUIRE(weft::cmaPreferred(c, r, cheap, limit / ranks / ranks));
+      REQUIRE_FALSE(weft::cmaPreferred(c, r, cheap, limit / ranks / ranks + 1));
     }
-    REQUIRE(weft::cmaPreferred(Collective::Scatter, ranks, cheap, limit));
+    REQUIRE(weft::cmaPreferred(Collective::Scatter, r, cheap, limit));
   }
   REQUIRE(weft::cmaPreferred(Collective::Broadcast, 2, cheap, limit / 2));
   REQUIRE_FALSE(weft::cmaPreferred(Collective::Broadcast, 2, cheap, limit / 2 + 1));
   REQUIRE(weft::cmaPreferred(Collective::AllReduce, 2, cheap, reduceLimit / 2));
   REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, 2, cheap, reduceLimit / 2 + 1));
   // Measured: 2-rank allreduce stages at 16 MiB (1.19x with CMA), 4-rank allgather at 16 MiB
-  // per rank (1.4x), a 2-rank allgather reads through CMA at 16 MiB (0.77x).
+  // of output per rank, 4 MiB blocks (1.4x); a 2-rank allgather of 16 MiB (8 MiB blocks)
+  // reads through CMA (0.77x).
   REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, 2, cheap, 16 << 20));
   REQUIRE(weft::cmaPreferred(Collective::AllReduce, 2, cheap, 8 << 20));
-  REQUIRE_FALSE(weft::cmaPreferred(Collective::AllGather, 4, cheap, 16 << 20));
-  REQUIRE(weft::cmaPreferred(Collective::AllGather, 2, cheap, 16 << 20));
+  REQUIRE_FALSE(weft::cmaPreferred(Collective::AllGather, 4, cheap, 4 << 20));
+  REQUIRE(weft::cmaPreferred(Collective::AllGather, 2, cheap, 8 << 20));
 }
