@@ -10,7 +10,9 @@
 //   input straight into its output, in rank order;
 // - peer read (large, direct or CMA): rank r reduces slice r of the whole buffer straight from
 //   the peers' inputs into its output and, piece by piece while it is in cache, writes it into
-//   every peer's output: every rank reads N and writes N bytes, in one phase.
+//   every peer's output: every rank reads N and writes N bytes, in one phase. Through CMA, the
+//   first peer's piece lands in the output itself (out of place), so the output's lines are in
+//   cache before the reduction writes them.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -206,7 +208,7 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
   const Range mine = blockRange(call.count, n(), me());
   // Reduce my slice piece by piece, so the partial result stays in cache while every peer's
   // contribution is added. In place, my own input is the output: start from it.
-  const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);
+  const uint64_t piece = std::max<uint64_t>(1, peerReadPieceBytes(path) / es);
   const bool streamed = streamOutput(call.count * es, n());
   std::vector<uint8_t>& landing = landing_;
   if (path == Path::Cma) landing.resize(piece * es);
@@ -215,18 +217,21 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
     const uint64_t offset = (mine.offset + at) * es;
     uint8_t* acc = out + offset;
     const auto* own = static_cast<const uint8_t*>(call.sendbuff) + offset;
-    bool first = true;
     for (int k = 1; k < n(); ++k) {
       const int q = (me() + k) % n();
+      const bool first = k == 1;
       const uint8_t* theirs;
       if (path == Path::Direct) {
         theirs = peerInput(q, offset);
       } else {
-        copyFromPeer(path, q, offset, landing.data(), len * es);
-        theirs = landing.data();
+        // Out of place, the first peer's piece lands in my output: the kernel's copy brings
+        // those lines into cache, and the reduction then writes them where they are (into
+        // the landing buffer, the output's lines would be read for ownership from memory).
+        uint8_t* to = first && acc != own ? acc : landing.data();
+        copyFromPeer(path, q, offset, to, len * es);
+        theirs = to;
       }
       call.reduce(acc, first ? own : acc, theirs, len);
-      first = false;
     }
     // The reduced piece, still in cache, goes straight into every peer's output. Only I
     // read the peers' inputs at my slice, so in place too nothing there is still needed.
