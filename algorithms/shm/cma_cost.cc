@@ -61,7 +61,7 @@ bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t blockBytes
     case Collective::AlltoAll:
     case Collective::Gather: return hostOutput <= kCmaMaxHostOutputBytes;
     case Collective::Broadcast: return ranks == 2 && hostOutput <= kCmaMaxHostOutputBytes;
-    case Collective::AllReduce: return ranks == 2 && hostOutput <= kCmaMaxAllReduceHostOutputBytes;
+    case Collective::AllReduce: return ranks == 2 && hostOutput <= kCmaMaxHostOutputBytes;
     default: return false;
   }
 }

@@ -40,10 +40,9 @@ double agreedCmaCostRatio(std::vector<double> ratios);
 // with CMA over staged's: 2 ranks, allgather 0.73-0.77 at 8-16 MiB but 0.79 and later 1.14 at
 // 32 MiB, alltoall 0.75-0.97 at 8-16 MiB and 1.05 at 32 MiB, broadcast 0.85 at 8 MiB and 1.00
 // at 16 MiB; 4 ranks, allgather 0.91-0.94 at 8 MiB but 1.40-1.49 at 16 MiB (once 0.99),
-// alltoall 0.72-0.87 at 8 MiB and 0.99-1.10 at 16 MiB; allreduce (2 ranks) 0.98-0.99 at 4-8
-// MiB and 1.19 at 16 MiB.
+// alltoall 0.72-0.87 at 8 MiB and 0.99-1.10 at 16 MiB. Allreduce (2 ranks, bound to cores,
+// after its CMA pieces landed in the output, c9a2573): 0.87-0.89 at 16 MiB, 1.17 at 32 MiB.
 inline constexpr uint64_t kCmaMaxHostOutputBytes = uint64_t{32} << 20;
-inline constexpr uint64_t kCmaMaxAllReduceHostOutputBytes = uint64_t{16} << 20;
 
 // Whether collective `c` on `ranks` local ranks with ordinary (private) buffers reads peers'
 // buffers through CMA rather than staging through the slots, given the agreed cost ratio and

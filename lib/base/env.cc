@@ -52,7 +52,7 @@ constexpr std::array kVariables = {
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped; else "
            "CMA above 16 KiB per block for scatter, and for allgather, alltoall, gather and, on "
            "2 ranks, broadcast and allreduce where the ranks measure at set-up that a CMA copy "
-           "costs under 2.2 memcpys, up to 32 MiB of output on the host (allreduce 16 MiB); else "
+           "costs under 2.2 memcpys, up to 32 MiB of output on the host; else "
            "staged), staged (always through the segment) or cma"},
     EnvVar{"WEFT_SHM_CMA_COST", "(measured)",
            "what a CMA copy costs in memcpys, 0.01 to 1000, the same on every rank of a host: "
