@@ -107,6 +107,9 @@ class ShmCollectives {
   int me() const { return group_.me; }
   int n() const { return group_.size(); }
   uint8_t* slot(int q, int parity) const { return segment_.slot(q, parity); }
+  // Whether an allreduce of `bytes` per rank between two processes reads the peer through CMA
+  // where it would otherwise go one-shot (allreduce.cc). The same answer on every rank.
+  bool cmaPairAllReduce(uint64_t bytes) const;
   // How much of its slice allReducePeerRead reduces at a time. Through CMA half a slot: the
   // kernel's copy, the own input and the output piece then stay in cache together. 2 ranks
   // bound to cores, out of place, 5 alternating runs: 512 KiB pieces took 0.84-0.91x the time
