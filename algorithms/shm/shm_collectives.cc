@@ -59,10 +59,16 @@ uint8_t* ShmCollectives::exposureLine(int q, uint32_t call) const {
   return segment_.control(q).exposure[call % 2];
 }
 
-void ShmCollectives::publishExposure(const Exposure& mine) {
+void ShmCollectives::publishExposure(const Exposure& mine, bool waitForPeers) {
+  // My line was last written two exchanges ago. A peer reads an exchange's lines until the end
+  // of that call, and only its latest exchange's: once every peer has published the exchange in
+  // between, none reads this line any more. (Ranks that wait at every exchange know that
+  // already; one that went on without waiting may not.)
+  waitAll(lastExposurePhase_);
   std::memcpy(exposureLine(me(), exposures_++), &mine, sizeof mine);
   arrive();
-  waitAll(phase_);
+  lastExposurePhase_ = phase_;
+  if (waitForPeers) waitAll(phase_);
 }
 
 const Exposure& ShmCollectives::exposure(int q) const {
@@ -146,7 +152,20 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     mine.flags |= kRecvShared;
     mine.recvRegion = *r;
   }
-  publishExposure(mine);
+  // Between processes, a rank whose own buffers are private already knows the answer where CMA
+  // is out: staged (direct needs every rank's buffers mapped). It publishes its buffers for the
+  // ranks that must still decide and goes on without waiting for them; the staged algorithm
+  // waits for the peers where it needs them. (One barrier less per call: 2 ranks, 64 KiB, 1000
+  // calls, 5 alternating runs, time without the exchange over with it: allgather 0.84,
+  // broadcast 0.93, alltoall 0.82, reduce-scatter 0.89; 4 ranks, broadcast 0.77.)
+  const uint32_t both = kSendShared | kRecvShared;
+  const bool stagedUnlessAllShared =
+      mode_ == ShmMode::Auto &&
+      !(cmaWorks_ && cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize));
+  const bool knowsStaged =
+      !group_.oneProcess && (mine.flags & both) != both && stagedUnlessAllShared;
+  publishExposure(mine, !knowsStaged);
+  if (knowsStaged) return Path::Staged;
   peerSend_.assign(n(), nullptr);
   peerRecv_.assign(n(), nullptr);
   if (group_.oneProcess) {

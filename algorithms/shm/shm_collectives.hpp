@@ -130,7 +130,9 @@ class ShmCollectives {
   // slower peer has yet to read.
   uint8_t* exposureLine(int q, uint32_t call) const;
   const Exposure& exposure(int q) const;
-  void publishExposure(const Exposure& mine);
+  // Publishes this rank's exposure for the next exchange and, if `waitForPeers`, waits until
+  // every peer has published theirs.
+  void publishExposure(const Exposure& mine, bool waitForPeers = true);
   // Copies `bytes` at `offset` of peer q's send buffer to local `dst` (direct: memcpy through
   // the shared view; cma: process_vm_readv). q may be this rank.
   void copyFromPeer(Path path, int q, uint64_t offset, void* dst, uint64_t bytes);
@@ -177,6 +179,7 @@ class ShmCollectives {
   uint32_t inlineCalls_ = 0;             // calls of allReduceInline so far
   uint32_t phase_ = 0;                   // this rank's last published phase
   uint32_t exposures_ = 0;               // calls that exchanged exposures
+  uint32_t lastExposurePhase_ = 0;       // phase_ just after my latest exposure
   int parity_ = 0;                       // next staging slot
   std::array<uint32_t, 2> slotFree_{};   // phase after which every rank is done with a slot
   const WaitContext* wait_ = nullptr;    // of the call running
