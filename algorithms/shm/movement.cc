@@ -22,16 +22,26 @@ struct Transfer {
   uint64_t toBlock;
 };
 
-// The blocks rank r receives.
+// The blocks rank r receives. Allgather and alltoall start with rank r's own block and go on
+// from r + 1, so that the ranks do not all read rank 0 first: 4 ranks through CMA, 5
+// alternating runs against 6f49e69, alltoall 0.84x the time at 1 MiB and 0.93 at 4 MiB (with
+// the allgather's writes staggered the same way, allgather 0.83 and 0.94); staged and on 2
+// ranks 0.95-1.07, within the noise.
 std::vector<Transfer> transfersTo(Collective c, int r, int n, int root) {
   std::vector<Transfer> t;
   switch (c) {
     case Collective::Broadcast: t.push_back({root, 0, 0}); break;
     case Collective::AllGather:
-      for (int q = 0; q < n; ++q) t.push_back({q, 0, uint64_t(q)});
+      for (int k = 0; k < n; ++k) {
+        const int q = (r + k) % n;
+        t.push_back({q, 0, uint64_t(q)});
+      }
       break;
     case Collective::AlltoAll:
-      for (int q = 0; q < n; ++q) t.push_back({q, uint64_t(r), uint64_t(q)});
+      for (int k = 0; k < n; ++k) {
+        const int q = (r + k) % n;
+        t.push_back({q, uint64_t(r), uint64_t(q)});
+      }
       break;
     case Collective::Gather:
       if (r == root)
@@ -118,9 +128,11 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
   const bool gather = call.collective == Collective::Gather;
   if (path == Path::Cma && (gather || call.collective == Collective::AllGather)) {
     // My one input block goes to block me() of every rank's output (gather: the root's only).
-    for (int q = 0; q < n(); ++q)
+    for (int k = 0; k < n(); ++k) {
+      const int q = (me() + k) % n();
       if (!gather || q == call.root)
         copyToPeer(q, uint64_t(me()) * blockBytes, call.sendbuff, blockBytes);
+    }
   } else {
     auto* out = static_cast<uint8_t*>(call.recvbuff);
     const std::vector<Transfer> transfers = transfersTo(call.collective, me(), n(), call.root);
