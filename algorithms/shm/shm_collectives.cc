@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "algorithms/shm/cma_cost.hpp"
+#include "algorithms/shm/cpu_spread.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/log.hpp"
 
@@ -23,13 +25,15 @@ const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe re
 }  // namespace
 
 ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
-                               CoreAgreement cores, double cmaCost)
+                               CoreAgreement cores, double cmaCost, bool spread)
     : segment_(segment),
       group_(group),
       mode_(mode),
       cmaCostRatio_(cmaCost),
       cores_(cores.cores),
-      oversubscribed_(cores.oversubscribed) {}
+      oversubscribed_(cores.oversubscribed),
+      spread_(spread && group.size() > 1),
+      rankCpus_(group.size(), -1) {}
 
 bool ShmCollectives::serves(Collective c) {
   return c != Collective::Send && c != Collective::Recv;
@@ -288,12 +292,42 @@ void ShmCollectives::cmaCopy(bool write, int q, uint8_t* local, uint64_t remote,
   }
 }
 
+void ShmCollectives::spreadOut(int32_t now) {
+  for (int q = 0; q < n(); ++q)
+    rankCpus_[q] = q == me() ? now : segment_.control(q).cpu.load(std::memory_order_relaxed);
+  const int onMine = ranksOnMyCpu(rankCpus_, me(), now);
+  if (!crowded(onMine, n(), cores_)) return;
+  const auto t = std::chrono::steady_clock::now();
+  if (t < nextMove_) return;
+  nextMove_ = t + moveBackoff_;
+  moveBackoff_ = std::min(moveBackoff_ * 2, kMaxMoveBackoff);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return;
+  std::vector<int32_t> allowed;
+  for (int32_t c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mask)) allowed.push_back(c);
+  const int32_t to = leastCrowdedCpu(rankCpus_, now, onMine, allowed);
+  if (to < 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(to, &one);
+  // The kernel moves the thread before the first call returns; the second restores the mask.
+  if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+  sched_setaffinity(0, sizeof mask, &mask);
+  const int32_t at = sched_getcpu();
+  segment_.control(me()).cpu.store(at, std::memory_order_relaxed);
+  WEFT_TRACE(kSubsysShm, "{}: {} local ranks last ran on CPU {}; moved to CPU {}", wait_->what(),
+             onMine, now, at);
+}
+
 void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
   wait_ = &wait;
   // Tell waiters where this rank runs (one store, and only when it moved).
   std::atomic<int32_t>& cpu = segment_.control(me()).cpu;
   const int32_t now = sched_getcpu();
   if (cpu.load(std::memory_order_relaxed) != now) cpu.store(now, std::memory_order_relaxed);
+  if (spread_) spreadOut(now);
   switch (call.collective) {
     case Collective::AllReduce: allReduce(call); break;
     case Collective::ReduceScatter: reduceScatter(call); break;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,9 +59,10 @@ class ShmCollectives {
   // that share cores have small allreduces cost as few wake-ups as possible
   // (allReduceLastArriver).
   // `cmaCost`: what a CMA copy costs in memcpys (WEFT_SHM_CMA_COST), the same on every rank;
-  // 0: setUp measures it.
+  // 0: setUp measures it. `spread` (WEFT_SHM_SPREAD): a rank crowded onto one CPU with others
+  // moves to a less crowded one before a collective (cpu_spread.hpp).
   ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode, CoreAgreement cores,
-                 double cmaCost = 0);
+                 double cmaCost = 0, bool spread = true);
   // Collective over the local ranks, once, before the first run. Finds out whether CMA works
   // between them (it may not: Yama's ptrace_scope, seccomp), so every rank decides alike.
   void setUp(const WaitContext& wait);
@@ -110,6 +112,8 @@ class ShmCollectives {
   // Whether an allreduce of `bytes` per rank between two processes reads the peer through CMA
   // where it would otherwise go one-shot (allreduce.cc). The same answer on every rank.
   bool cmaPairAllReduce(uint64_t bytes) const;
+  // Moves this rank off a CPU it shares with more local ranks than their share (cpu_spread.hpp).
+  void spreadOut(int32_t now);
   // How much of its slice allReducePeerRead reduces at a time. Through CMA half a slot: the
   // kernel's copy, the own input and the output piece then stay in cache together. 2 ranks
   // bound to cores, out of place, 5 alternating runs: 512 KiB pieces took 0.84-0.91x the time
@@ -175,6 +179,13 @@ class ShmCollectives {
   double cmaCostRatio_ = 0;  // given, or agreed at setUp (cma_cost.hpp); 0: not known
   int cores_ = 0;
   bool oversubscribed_ = false;
+  // Spreading ranks over the CPUs (cpu_spread.hpp): where each local rank last ran, and when
+  // this rank may move next.
+  static constexpr std::chrono::microseconds kMaxMoveBackoff{256 * 1000};
+  bool spread_ = false;
+  std::vector<int32_t> rankCpus_;
+  std::chrono::steady_clock::time_point nextMove_{};
+  std::chrono::microseconds moveBackoff_{1000};
   uint32_t lastArriverCalls_ = 0;        // calls of allReduceLastArriver so far
   uint32_t inlineCalls_ = 0;             // calls of allReduceInline so far
   uint32_t phase_ = 0;                   // this rank's last published phase

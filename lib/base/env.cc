@@ -57,6 +57,10 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_SHM_CMA_COST", "(measured)",
            "what a CMA copy costs in memcpys, 0.01 to 1000, the same on every rank of a host: "
            "replaces the measurement WEFT_SHM_MODE=auto goes by (under 2.2: CMA is cheap)"},
+    EnvVar{"WEFT_SHM_SPREAD", "1",
+           "1: before a shared-memory collective, a rank that shares its CPU with more of the "
+           "host's ranks than their share of the CPUs moves to the least crowded CPU of its "
+           "affinity mask (the mask itself is kept); 0: ranks stay where the kernel puts them"},
     EnvVar{"WEFT_SHM_SLOT_BYTES", "(from the L2 cache)",
            "bytes of each of a rank's two staging slots in the shared-memory segment, 4096 to "
            "64 MiB, the same on every rank of a host; by default a share of the L2 cache, larger "
@@ -151,6 +155,8 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
     env.check = parseInteger("WEFT_CHECK", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_DISABLE"); v && *v)
     env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
+  if (const char* v = get("WEFT_SHM_SPREAD"); v && *v)
+    env.shmSpread = parseInteger("WEFT_SHM_SPREAD", v, 0, 1) == 1;
   if (const char* v = get("WEFT_NET_CHANNELS"); v && *v)
     env.netChannels = static_cast<int>(parseInteger("WEFT_NET_CHANNELS", v, 1, 8));
   if (const char* v = get("WEFT_SHM_SLOT_BYTES"); v && *v)

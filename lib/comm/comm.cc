@@ -188,7 +188,7 @@ void Comm::setUpSharedMemory(Deadline deadline) {
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
   spin_ = makeSpinBudget(cores.oversubscribed);
-  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, cores, e.shmCmaCost);
+  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, cores, e.shmCmaCost, e.shmSpread);
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
     for (int r = 0; r < nranks_; ++r)

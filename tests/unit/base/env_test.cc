@@ -24,6 +24,8 @@ TEST_CASE("an empty environment gives the documented defaults") {
   CHECK(e.socketIfname.empty());
   CHECK(e.netChannels == 1);
   CHECK(parse({{"WEFT_NET_CHANNELS", "4"}}).netChannels == 4);
+  CHECK(e.shmSpread);
+  CHECK_FALSE(parse({{"WEFT_SHM_SPREAD", "0"}}).shmSpread);
 }
 
 TEST_CASE("WEFT_DEBUG and WEFT_DEBUG_SUBSYS parse like NCCL's") {
