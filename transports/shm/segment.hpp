@@ -41,9 +41,10 @@ struct RankControl {
   // Tiny payloads published with their own sequence number in one cache line, so a reader gets
   // flag and data in one transfer; double-buffered by call (algorithms/shm).
   SharedFlag inlined[2];
-  // The CPU this rank ran its latest native collective on (sched_getcpu). A waiter on that same
-  // CPU knows the rank cannot be running: it yields instead of spinning (transports/shm/flag.hpp).
-  alignas(64) std::atomic<int32_t> cpu;
+  // The CPU this rank ran its latest native collective on (sched_getcpu; -1 before the first).
+  // A waiter on that same CPU knows the rank cannot be running: it yields instead of spinning
+  // (transports/shm/flag.hpp); a rank crowded onto one CPU moves (algorithms/shm/cpu_spread).
+  alignas(64) std::atomic<int32_t> cpu{-1};
   // Non-zero while this rank sleeps in the shm transport's waitForActivity and wants a doorbell
   // when a peer publishes anything to it (transports/shm/README.md, "Sleeping").
   alignas(64) std::atomic<uint32_t> asleep;
