@@ -168,7 +168,10 @@ void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
   }
   std::memcpy(call.recvbuff, slot(owner, s), call.count * es);
   arrive();
-  releaseSlot(s);
+  // Only the owner's slot is read after the result is out (by every rank, copying it): the
+  // owner read mine before it published, so unless I am the owner, the next claim of this
+  // slot need not wait for every rank to have copied.
+  releaseSlot(s, owner == me());
 }
 
 void ShmCollectives::allReduceStaged(const NativeCall& call) {

@@ -53,11 +53,14 @@ void ShmCollectives::waitAll(uint32_t phase) const {
 int ShmCollectives::claimSlot() {
   const int parity = parity_;
   parity_ ^= 1;
-  waitAll(slotFree_[parity]);
+  if (slotReadLater_[parity]) waitAll(slotFree_[parity]);
   return parity;
 }
 
-void ShmCollectives::releaseSlot(int parity) { slotFree_[parity] = phase_; }
+void ShmCollectives::releaseSlot(int parity, bool readLater) {
+  slotFree_[parity] = phase_;
+  slotReadLater_[parity] = readLater;
+}
 
 uint8_t* ShmCollectives::exposureLine(int q, uint32_t call) const {
   return segment_.control(q).exposure[call % 2];

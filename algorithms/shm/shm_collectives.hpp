@@ -124,7 +124,10 @@ class ShmCollectives {
   }
   // The parity of the next staging slot, after waiting until every rank has stopped reading it.
   int claimSlot();
-  void releaseSlot(int parity);
+  // Done with slot `parity` at the current phase. `readLater`: a peer may read it until it has
+  // passed this phase (claimSlot then waits for every rank); false where no peer reads it any
+  // more (claimSlot then need not wait).
+  void releaseSlot(int parity, bool readLater = true);
 
   // Agrees with the peers on a path for this call: publishes this rank's exposure, waits for
   // everyone's, and decides the same way on every rank.
@@ -193,6 +196,9 @@ class ShmCollectives {
   uint32_t lastExposurePhase_ = 0;       // phase_ just after my latest exposure
   int parity_ = 0;                       // next staging slot
   std::array<uint32_t, 2> slotFree_{};   // phase after which every rank is done with a slot
+  // Whether a peer may still read a slot of mine after I released it (false after a
+  // last-arriver call that another rank reduced: it was done with my slot when it published).
+  std::array<bool, 2> slotReadLater_{true, true};
   const WaitContext* wait_ = nullptr;    // of the call running
   std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
