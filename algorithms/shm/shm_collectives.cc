@@ -317,7 +317,12 @@ void ShmCollectives::spreadOut(int32_t now) {
   CPU_SET(to, &one);
   // The kernel moves the thread before the first call returns; the second restores the mask.
   if (sched_setaffinity(0, sizeof one, &one) != 0) return;
-  sched_setaffinity(0, sizeof mask, &mask);
+  if (sched_setaffinity(0, sizeof mask, &mask) != 0) {
+    // Left on one CPU: say so, and stop moving (spread_ only moves a rank with a mask to keep).
+    WEFT_WARN(kSubsysShm, "{}: moved to CPU {} but could not restore the affinity mask: {}",
+              wait_->what(), to, std::strerror(errno));
+    spread_ = false;
+  }
   const int32_t at = sched_getcpu();
   segment_.control(me()).cpu.store(at, std::memory_order_relaxed);
   WEFT_TRACE(kSubsysShm, "{}: {} local ranks last ran on CPU {}; moved to CPU {}", wait_->what(),
