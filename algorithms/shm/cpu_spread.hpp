@@ -1,10 +1,11 @@
 // Spreading a host's ranks over its CPUs. A rank that waits for a peer sleeps or yields, and
 // the kernel likes to wake it, or leave it, on the CPU of the rank that woke it: two ranks of a
 // job can then share one CPU while another idles, and stay so (each runs half the time, so
-// the load balancer sees nothing to move). On the 2-core Intel Xeon build machine, unbound
-// 2-rank allreduces of 32 KiB took 9-11 us per call in 7 of 24 launches of 300 calls (4 us in
-// the others), and 4-rank alltoalls of 256 KiB 82-94 us in 4 of 12 (29-34). mpirun avoids it by
-// binding ranks to cores; weft cannot count on a launcher that does.
+// the load balancer sees nothing to move). On the 2-core Intel Xeon build machine, with this
+// off (WEFT_SHM_SPREAD=0), unbound 2-rank allreduces of 32 KiB took 8.9-10.4 us per call in 8
+// of 12 launches of 300 calls (3.9-4.9 in the others), and 4-rank alltoalls of 256 KiB 75-97
+// us in 5 of 12 (26-38); with it, every launch took 3.6-5.0 and 26.5-32.8 us. mpirun avoids it
+// by binding ranks to cores; weft cannot count on a launcher that does.
 //
 // So each rank publishes the CPU it runs on (it already does, for waitFor), and before a
 // collective looks at where the others last ran: if more ranks share its CPU than their share

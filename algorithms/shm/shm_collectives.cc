@@ -318,7 +318,7 @@ void ShmCollectives::spreadOut(int32_t now) {
   // The kernel moves the thread before the first call returns; the second restores the mask.
   if (sched_setaffinity(0, sizeof one, &one) != 0) return;
   if (sched_setaffinity(0, sizeof mask, &mask) != 0) {
-    // Left on one CPU: say so, and stop moving (spread_ only moves a rank with a mask to keep).
+    // Left pinned to one CPU: say so, and move no more.
     WEFT_WARN(kSubsysShm, "{}: moved to CPU {} but could not restore the affinity mask: {}",
               wait_->what(), to, std::strerror(errno));
     spread_ = false;
