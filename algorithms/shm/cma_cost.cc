@@ -61,7 +61,10 @@ bool cmaPreferred(Collective c, int ranks, double costRatio, uint64_t blockBytes
     case Collective::AlltoAll:
     case Collective::Gather: return hostOutput <= kCmaMaxHostOutputBytes;
     case Collective::Broadcast: return ranks == 2 && hostOutput <= kCmaMaxHostOutputBytes;
-    case Collective::AllReduce: return ranks == 2 && hostOutput <= kCmaMaxHostOutputBytes;
+    case Collective::AllReduce:
+      if (ranks == 2) return hostOutput <= kCmaMaxHostOutputBytes;
+      return ranks <= kCmaAllReduceMaxRanks && blockBytes >= kCmaAllReduceFromBytes &&
+             hostOutput <= kCmaAllReduceMaxHostOutputBytes;
     default: return false;
   }
 }

@@ -120,13 +120,18 @@ void ShmCollectives::setUp(const WaitContext& wait) {
   }
   if (cmaWorks_ && mode_ == ShmMode::Auto) {
     cmaCostRatio_ = agreedCmaCostRatio(std::move(ratios));
+    // (Allreduce on more than 2 ranks only from kCmaAllReduceFromBytes.)
+    auto someSize = [&](Collective c) {
+      return cmaPreferred(c, n(), cmaCostRatio_, 0) ||
+             cmaPreferred(c, n(), cmaCostRatio_, kCmaAllReduceFromBytes);
+    };
     std::string viaCma;
     for (int c = 0; c < kNumCollectives; ++c)
-      if (serves(Collective(c)) && cmaPreferred(Collective(c), n(), cmaCostRatio_, 0))
+      if (serves(Collective(c)) && someSize(Collective(c)))
         viaCma += std::string(viaCma.empty() ? "" : " ") + collectiveName(Collective(c));
     WEFT_INFO(kSubsysShm,
               "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks{}); with ordinary "
-              "buffers, these read peers through CMA (below cma_cost.hpp's sizes): {}",
+              "buffers, these read peers through CMA (within cma_cost.hpp's sizes): {}",
               wait.what(), cmaCostRatio_, n(), given ? ", WEFT_SHM_CMA_COST" : "", viaCma);
   }
   wait_ = nullptr;
@@ -236,7 +241,9 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // WEFT_SHM_MODE=cma over staged's at 64 KiB-4 MiB: 2 ranks, broadcast 0.13-0.87, allgather
   // 0.47-0.73, alltoall 0.47-0.83 (from 256 KiB), gather 0.54-0.70, allreduce 0.48-0.95,
   // reduce-scatter 0.79-1.25; 4 ranks, allgather 0.86-1.06, alltoall 0.77-0.85, gather
-  // 0.44-1.09, broadcast 1.61-1.83, allreduce 0.99-1.10, reduce-scatter 1.00-1.25.
+  // 0.44-1.09, broadcast 1.61-1.83, allreduce 0.99-1.10, reduce-scatter 1.00-1.25. (Since
+  // the CMA allreduce lands its first piece in the output, c9a2573, 3-4 ranks read through CMA
+  // from 256 KiB: cma_cost.hpp.)
   if (!cmaWorks_) return Path::Staged;
   if (mode_ == ShmMode::Auto &&
       !cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize))

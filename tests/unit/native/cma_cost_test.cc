@@ -36,10 +36,10 @@ TEST_CASE("cmaPreferred: scatter always, the rest only where CMA is cheap") {
       REQUIRE_FALSE(weft::cmaPreferred(c, ranks, dear, small));
       REQUIRE_FALSE(weft::cmaPreferred(c, ranks, 0, small));  // not measured
     }
-    for (Collective c : {Collective::Broadcast, Collective::AllReduce}) {
-      REQUIRE(weft::cmaPreferred(c, ranks, cheap, small) == (ranks == 2));
+    REQUIRE(weft::cmaPreferred(Collective::Broadcast, ranks, cheap, small) == (ranks == 2));
+    REQUIRE(weft::cmaPreferred(Collective::AllReduce, ranks, cheap, small) == (ranks <= 4));
+    for (Collective c : {Collective::Broadcast, Collective::AllReduce})
       REQUIRE_FALSE(weft::cmaPreferred(c, ranks, dear, small));
-    }
     for (Collective c : {Collective::ReduceScatter, Collective::Reduce}) {
       REQUIRE_FALSE(weft::cmaPreferred(c, ranks, cheap, small));
       REQUIRE_FALSE(weft::cmaPreferred(c, ranks, dear, small));
@@ -72,4 +72,24 @@ TEST_CASE("cmaPreferred: large outputs stage (streamed), whatever CMA costs") {
   REQUIRE(weft::cmaPreferred(Collective::AllReduce, 2, cheap, 16 << 20));
   REQUIRE_FALSE(weft::cmaPreferred(Collective::AllGather, 4, cheap, 4 << 20));
   REQUIRE(weft::cmaPreferred(Collective::AllGather, 2, cheap, 8 << 20));
+}
+
+TEST_CASE("cmaPreferred: allreduce on 3-4 ranks reads through CMA only at mid sizes") {
+  const double cheap = 1.0;
+  const uint64_t from = weft::kCmaAllReduceFromBytes, limit = weft::kCmaAllReduceMaxHostOutputBytes;
+  for (uint64_t ranks : {3, 4}) {
+    INFO(ranks << " ranks");
+    const int r = static_cast<int>(ranks);
+    REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, r, cheap, from - 1));
+    REQUIRE(weft::cmaPreferred(Collective::AllReduce, r, cheap, from));
+    REQUIRE(weft::cmaPreferred(Collective::AllReduce, r, cheap, limit / ranks));
+    REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, r, cheap, limit / ranks + 1));
+  }
+  // Measured: 4 ranks read through CMA at 256 KiB-4 MiB (0.64-0.95x) and stage at 128 KiB
+  // (1.13x with CMA) and 8 MiB (1.27x); 5, 6 and 8 ranks stage (1.05-2.08x).
+  REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, 4, cheap, 128 << 10));
+  REQUIRE(weft::cmaPreferred(Collective::AllReduce, 4, cheap, 4 << 20));
+  REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, 4, cheap, 8 << 20));
+  for (int ranks : {5, 6, 8})
+    REQUIRE_FALSE(weft::cmaPreferred(Collective::AllReduce, ranks, cheap, 1 << 20));
 }
