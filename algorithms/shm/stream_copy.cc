@@ -33,6 +33,18 @@ __attribute__((target("avx2"))) void streamCopyAvx2(uint8_t* dst, const uint8_t*
 
 }  // namespace
 
+void prefetchForWrite(void* p, size_t bytes) {
+  auto* line = static_cast<char*>(p);
+  for (size_t i = 0; i < bytes; i += 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    // PREFETCHW sits in the NOP space of CPUs without it.
+    asm volatile("prefetchw %0" : : "m"(line[i]));
+#else
+    __builtin_prefetch(line + i, 1);
+#endif
+  }
+}
+
 void streamCopy(void* dst, const void* src, size_t bytes) {
   static const bool avx2 = __builtin_cpu_supports("avx2");
   if (bytes < kStreamCopyMinBytes || !avx2) {

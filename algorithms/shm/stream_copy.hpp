@@ -26,6 +26,11 @@ inline bool streamOutput(uint64_t outputBytes, int ranks) {
   return outputBytes * static_cast<uint64_t>(ranks) >= kStreamHostOutputBytes;
 }
 
+// Asks for `bytes` at `p` in this core's cache, owned for writing (PREFETCHW; a no-op where
+// the CPU lacks it), so that the stores that follow later need not wait for other cores to
+// give the lines up.
+void prefetchForWrite(void* p, size_t bytes);
+
 // memcpy semantics (no overlap). Falls back to memcpy below kStreamCopyMinBytes or without
 // AVX2.
 void streamCopy(void* dst, const void* src, size_t bytes);
