@@ -34,13 +34,6 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streamed) {
     std::memcpy(dst, src, bytes);
 }
 
-// One-shot chunks up to this size take the lines of the next chunk's slot back early
-// (prefetchForWrite). 2 processes, 5 alternating launches of 5000-20000 calls against 22b911d,
-// medians: 0.84x the time at 4 KiB (0.88 in place), 0.88-0.93 at 256 B-1 KiB, 0.89 at 8 KiB,
-// 0.99 at 12 KiB, 1.01 at 32 KiB and 1.21 at 64 KiB (CMA dear, so one-shot there). Where ranks
-// share cores, the last-arriver allreduce doing the same took 1.10-1.13x as long.
-constexpr uint64_t kPrefetchSlotBytes = 8 << 10;
-
 }  // namespace
 
 void ShmCollectives::allReduce(const NativeCall& call) {
@@ -92,10 +85,10 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     uint8_t* dst = out + at * es;
     waitPeer(0, ready);
     waitPeer(1, ready);
-    // Every peer has now left the previous chunk, the last to read my other slot: small
-    // chunks take its lines back now, while waiting costs nothing, rather than when the next
-    // chunk's copy into it would stall on them (kPrefetchSlotBytes).
-    if (len * es <= kPrefetchSlotBytes) prefetchForWrite(slot(me(), s ^ 1), len * es);
+    // On 2 ranks every peer has now reached this chunk. Reclaiming the other slot after the
+    // reduction instead took 1.06-1.07x as long at 4-8 KiB (on more ranks the waits come one
+    // by one between the reductions, so they do without).
+    if (n() == 2 && len * es <= kReclaimSlotBytes) reclaimSlot(s ^ 1, 0, len * es);
     call.reduce(dst, slot(0, s), slot(1, s), len);
     for (int q = 2; q < n(); ++q) {
       waitPeer(q, ready);

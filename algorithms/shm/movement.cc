@@ -185,6 +185,7 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
       std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
     arrive();
     const uint32_t ready = phase_;
+    int waited = 0;  // peers
     for (size_t k = 0; k < needs.size(); ++k) {
       const Transfer& t = needs[k];
       uint8_t* dst = out + (t.toBlock * count + at) * es;
@@ -194,12 +195,15 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
         continue;
       }
       waitPeer(t.from, ready);
+      ++waited;
       const uint8_t* src = slot(t.from, s) + slotIndex[k] * piece * es;
       if (streamed)
         streamCopy(dst, src, len * es);
       else
         std::memcpy(dst, src, len * es);
     }
+    if (waited == n() - 1 && mine.size() * len * es <= kReclaimSlotBytes)
+      for (size_t i = 0; i < mine.size(); ++i) reclaimSlot(s ^ 1, i * piece * es, len * es);
     arrive();
     releaseSlot(s);
   }

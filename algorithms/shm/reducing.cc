@@ -66,6 +66,9 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
       waitPeer(q, ready);
       call.reduce(dst, k == 1 ? own : dst, slot(q, s) + mine, len);
     }
+    if (uint64_t(n() - 1) * len * es <= kReclaimSlotBytes)
+      for (int b = 0; b < n(); ++b)
+        if (b != me()) reclaimSlot(s ^ 1, b * piece * es, len * es);
     arrive();
     releaseSlot(s);
   }

@@ -13,6 +13,7 @@
 
 #include "algorithms/shm/cma_cost.hpp"
 #include "algorithms/shm/cpu_spread.hpp"
+#include "algorithms/shm/stream_copy.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/log.hpp"
 
@@ -55,6 +56,10 @@ int ShmCollectives::claimSlot() {
   parity_ ^= 1;
   if (slotReadLater_[parity]) waitAll(slotFree_[parity]);
   return parity;
+}
+
+void ShmCollectives::reclaimSlot(int parity, uint64_t offset, uint64_t bytes) {
+  prefetchForWrite(slot(me(), parity) + offset, bytes);
 }
 
 void ShmCollectives::releaseSlot(int parity, bool readLater) {
