@@ -96,8 +96,8 @@ class ShmCollectives {
   // Other collectives read peers' buffers in place (direct or CMA) above this many bytes per
   // block, and stage through the slots below.
   static constexpr uint64_t kPeerReadFromBytes = 16 << 10;
-  // ... and up to this size their payload travels inside the flag's cache line.
-  static constexpr uint64_t kInlineBytes = sizeof(SharedFlag::payload);
+  // Allreduces up to this size travel with their flag (allReduceInline).
+  static constexpr uint64_t kInlineBytes = InlineBlock::kBytes;
 
  private:
   enum class Path { Staged, Direct, Cma };

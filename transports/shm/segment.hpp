@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,15 +33,32 @@ struct LocalGroup {
   int size() const { return static_cast<int>(ranks.size()); }
 };
 
+// A flag whose payload goes on past its own line: the flag's 56 bytes, then `more`, one run of
+// kBytes (data()).
+struct InlineBlock {
+  static constexpr size_t kMoreBytes = 256;
+  static constexpr size_t kBytes = sizeof(SharedFlag::payload) + kMoreBytes;
+  SharedFlag flag;
+  uint8_t more[kMoreBytes];
+
+  uint8_t* data() { return reinterpret_cast<uint8_t*>(this) + offsetof(SharedFlag, payload); }
+  const uint8_t* data() const {
+    return reinterpret_cast<const uint8_t*>(this) + offsetof(SharedFlag, payload);
+  }
+};
+static_assert(offsetof(SharedFlag, payload) + sizeof(SharedFlag::payload) == sizeof(SharedFlag));
+static_assert(offsetof(InlineBlock, more) == sizeof(SharedFlag));
+
 // Per local rank: the lines other ranks watch.
 struct RankControl {
   SharedFlag progress;  // phase counter of native collectives (algorithms/shm)
   // Where this rank's buffers of the current collective are, for peers that read them in
   // place: two cache lines per call, double-buffered by call (algorithms/shm).
   alignas(64) uint8_t exposure[2][128];
-  // Tiny payloads published with their own sequence number in one cache line, so a reader gets
-  // flag and data in one transfer; double-buffered by call (algorithms/shm).
-  SharedFlag inlined[2];
+  // Small payloads published with their own sequence number: in the flag's line and the lines
+  // right after it, so a reader gets flag and data in one run of lines; double-buffered by
+  // call (algorithms/shm).
+  InlineBlock inlined[2];
   // The CPU this rank ran its latest native collective on (sched_getcpu; -1 before the first).
   // A waiter on that same CPU knows the rank cannot be running: it yields instead of spinning
   // (transports/shm/flag.hpp); a rank crowded onto one CPU moves (algorithms/shm/cpu_spread).

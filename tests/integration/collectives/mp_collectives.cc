@@ -1,5 +1,5 @@
 // Every collective, datatype and operator, in place and out of place, at counts {0, 1, 2, 7,
-// 1023, 12289, 65537} (see largestCount; 12289 elements of 2 bytes and more are where two
+// 37, 1023, 12289, 65537} (see largestCount; 12289 elements of 2 bytes and more are where two
 // processes start to read each other through CMA instead of going one-shot), one rank per process
 // under weftrun, over the real transport; plus rings of sends and receives in a group, a second
 // communicator used alongside the first, and operations on a host stream. Exits non-zero, naming
@@ -20,7 +20,7 @@ using namespace weft::testing;
 
 namespace {
 
-const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 12289, 65537};
+const uint64_t kCounts[] = {0, 1, 2, 7, 37, 1023, 12289, 65537};
 constexpr uint64_t kMaxCount = 65537;
 
 // Where buffers hold n blocks (holdsBlocks), every process builds and checks n^2 x 65537

@@ -1,6 +1,6 @@
 // The native shared-memory collectives with ranks as threads (weftCommInitAll): every
 // collective, datatype and operator for 1..8 ranks, in place and out of place, at counts {0, 1,
-// 2, 7, 1023, 12289, 65537} (see kFullBlocksUpTo), buffers at aligned and odd element offsets,
+// 2, 7, 37, 1023, 12289, 65537} (see kFullBlocksUpTo), buffers at aligned and odd element offsets,
 // against tests/support.
 // ctest runs this program once per WEFT_SHM_MODE (auto: ranks read each other's buffers in
 // place; staged; cma), once with buffers from weftMemAlloc, and once with WEFT_SHM_DISABLE=1:
@@ -25,9 +25,10 @@ using namespace weft::testing;
 
 namespace {
 
-// 12289 elements of 2 or 4 bytes: one-shot allreduce above the old 16 KiB bound (ranks with a
-// core each, up to 128 KiB read per rank).
-const uint64_t kCounts[] = {0, 1, 2, 7, 1023, 12289, 65537};
+// 37 elements of 2-8 bytes: an inline allreduce whose payload goes on past the flag's line
+// (74-296 bytes). 12289 elements of 2 or 4 bytes: one-shot allreduce above the old 16 KiB bound
+// (ranks with a core each, up to 128 KiB read per rank).
+const uint64_t kCounts[] = {0, 1, 2, 7, 37, 1023, 12289, 65537};
 constexpr uint64_t kMaxCount = 65537;
 
 // Where buffers hold n blocks (holdsBlocks), the largest block above kFullBlocksUpTo ranks is
