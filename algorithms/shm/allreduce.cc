@@ -1,6 +1,9 @@
 // Allreduce on shared memory.
-// - one-shot (small): every rank stages its input, then reduces all staged copies in rank
-//   order, so every rank computes the same bits;
+// - inline (small, every rank with a core): every rank publishes its input with its flag, in
+//   the flag's line and the lines after it, and reduces every rank's in rank order;
+// - last arriver (small, ranks sharing cores): the last rank to stage its input reduces for all;
+// - one-shot (up to kOneShotReadBytes read per rank): every rank stages its input, then reduces
+//   all staged copies in rank order, so every rank computes the same bits;
 // - staged (large, buffers peers cannot read): per cache-sized chunk, every rank stages its
 //   input; rank r reduces slice r of the chunk from every slot into its own slot (the owner of a
 //   slice is the only one to compute it, so all ranks end with the same bits); then every rank
@@ -38,10 +41,10 @@ void copyOut(void* dst, const void* src, size_t bytes, bool streamed) {
 
 void ShmCollectives::allReduce(const NativeCall& call) {
   const uint64_t bytes = call.count * call.elemSize;
-  if (oversubscribed_ && n() > 1 && bytes <= kLastArriverBytes) return allReduceLastArriver(call);
-  if (n() > 1 && bytes <= kInlineBytes) return allReduceInline(call);
+  if (n() == 1) return allReduceOneShot(call);  // a copy, out of place
+  if (oversubscribed_ && bytes <= kLastArriverBytes) return allReduceLastArriver(call);
+  if (bytes <= kInlineBytes) return allReduceInline(call);
   const bool cmaPair = cmaPairAllReduce(bytes);
-  if (n() == 1 || (bytes <= kOneShotBytes && !cmaPair)) return allReduceOneShot(call);
   const bool oneShotFits = !cmaPair && !oversubscribed_ && bytes * n() <= kOneShotReadBytes;
   // Other processes' buffers are private unless they come from weftMemAlloc: small calls do not
   // pay for asking (choosePath waits for every rank).
@@ -55,7 +58,8 @@ void ShmCollectives::allReduce(const NativeCall& call) {
   allReducePeerRead(call, path);
 }
 
-// Two processes with a core each, where a CMA copy is cheap: from kPeerReadFromBytes each
+// Two processes with a core each, where a CMA copy is cheap: beyond kInlineBytes (which ties
+// with this at 16 KiB: 0.99) each
 // reads half of the other's input and writes half of its output (allReducePeerRead), where
 // one-shot stages the whole input and reads the whole of the peer's. Intel Xeon build machine,
 // 5 alternating runs of 5000 calls, not bound, peer read over one-shot: 1.19x the time at 8
@@ -85,10 +89,6 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     uint8_t* dst = out + at * es;
     waitPeer(0, ready);
     waitPeer(1, ready);
-    // On 2 ranks every peer has now reached this chunk. Reclaiming the other slot after the
-    // reduction instead took 1.06-1.07x as long at 4-8 KiB (on more ranks the waits come one
-    // by one between the reductions, so they do without).
-    if (n() == 2 && len * es <= kReclaimSlotBytes) reclaimSlot(s ^ 1, 0, len * es);
     call.reduce(dst, slot(0, s), slot(1, s), len);
     for (int q = 2; q < n(); ++q) {
       waitPeer(q, ready);
@@ -121,10 +121,11 @@ void ShmCollectives::allReduceDirectOneShot(const NativeCall& call) {
 // the lines after it) and bumps the flag's sequence number; readers wait on each peer's flag
 // and find the data in the same line and the next ones. Blocks alternate by call. A rank
 // rewrites a block two calls later, once every peer has published the call in between, which
-// it does only after reading the block: one publish per call, no other flag. Beyond the flag's
-// own 56 bytes (2 processes, 5 alternating launches of 20000 calls, time over the one-shot
-// allreduce's, against 80cff21): 0.79-0.82 at 64 B, 0.84-0.85 at 128 B, 0.95-0.98 at 256 B,
-// 0.89 at 312 B (InlineBlock::kBytes), 0.97 at 504 B; 8 B unchanged.
+// it does only after reading the block: one publish per call, no other flag, no slot.
+// 2 processes, 5 alternating launches of 20000 calls, medians, time over that of the one-shot
+// allreduce (with its slot reclaimed, 80cff21): 0.79-0.82 at 64 B, 0.84-0.85 at 128 B (before
+// the block took the data lines back below), 0.71 at 512 B, 0.69 at 2 KiB, 0.75-0.77 at 4-12
+// KiB; 16 KiB, against the CMA read of two processes: 0.99.
 void ShmCollectives::allReduceInline(const NativeCall& call) {
   const uint64_t bytes = call.count * call.elemSize;
   const uint32_t calls = ++inlineCalls_;
@@ -137,15 +138,30 @@ void ShmCollectives::allReduceInline(const NativeCall& call) {
   InlineBlock& mine = segment_.control(me()).inlined[parity];
   std::memcpy(mine.data(), call.sendbuff, bytes);
   mine.flag.publish(calls);
-  // Every rank reduces in rank order, so every rank computes the same bits.
-  auto line = [&](int q) -> const uint8_t* {
-    const InlineBlock& theirs = segment_.control(q).inlined[parity];
-    if (q != me()) waitFor(theirs.flag, calls, *wait_, group_.ranks[q], &segment_.control(q).cpu);
-    return theirs.data();
+  for (int q = 0; q < n(); ++q)
+    if (q != me())
+      waitFor(segment_.control(q).inlined[parity].flag, calls, *wait_, group_.ranks[q],
+              &segment_.control(q).cpu);
+  // Every peer has started this call, so none reads my other block any more: its data lines
+  // are taken back now (as reclaimSlot does), not when the next call's copy would stall on
+  // them. Not its flag's line, which a peer that is ahead may already be polling: with it, 4
+  // KiB took 1.3x as long.
+  if (bytes > sizeof(SharedFlag::payload))
+    prefetchForWrite(segment_.control(me()).inlined[parity ^ 1].more,
+                     bytes - sizeof(SharedFlag::payload));
+  // Every rank reduces in rank order, so every rank computes the same bits. My own part comes
+  // from my input.
+  auto part = [&](int q) -> const void* {
+    return q == me() ? call.sendbuff : segment_.control(q).inlined[parity].data();
   };
-  uint8_t acc[InlineBlock::kBytes];
-  call.reduce(acc, line(0), line(1), call.count);
-  for (int q = 2; q < n(); ++q) call.reduce(acc, acc, line(q), call.count);
+  if (n() == 2) {  // in place too: the kernels allow the output to be an input
+    call.reduce(call.recvbuff, part(0), part(1), call.count);
+    return;
+  }
+  inlineAcc_.resize(bytes);
+  uint8_t* acc = inlineAcc_.data();
+  call.reduce(acc, part(0), part(1), call.count);
+  for (int q = 2; q < n(); ++q) call.reduce(acc, acc, part(q), call.count);
   std::memcpy(call.recvbuff, acc, bytes);
 }
 

@@ -77,11 +77,13 @@ class ShmCollectives {
   // waitFor), leaving the segment unusable (the communicator is failed then).
   void run(const NativeCall& call, const WaitContext& wait);
 
-  // Small allreduces (bytes per rank) go one-shot up to this size ...
-  static constexpr uint64_t kOneShotBytes = 16 << 10;
-  // ... and, when every rank has a core, as long as each rank reads at most this much: one
-  // phase instead of the three of reduce-scatter + allgather. perf/compare, 2 ranks, 9
-  // alternating repetitions: 0.65x the time at 32 KiB, 0.8x at 64 KiB, equal at 128 KiB.
+  // Allreduces (bytes per rank) up to this size travel with their flag (allReduceInline)
+  // where every rank has a core ...
+  static constexpr uint64_t kInlineBytes = InlineBlock::kBytes;
+  // ... and beyond it go one-shot, when every rank has a core, as long as each rank reads at
+  // most this much: one phase instead of the three of reduce-scatter + allgather.
+  // perf/compare, 2 ranks, 9 alternating repetitions: 0.65x the time at 32 KiB, 0.8x at 64 KiB,
+  // equal at 128 KiB.
   static constexpr uint64_t kOneShotReadBytes = 128 << 10;
   // Ranks that read each other's buffers in place (threads, weftMemAlloc buffers), every one
   // with a core and none in place: allreduces where each rank reads at most this much have every
@@ -92,12 +94,10 @@ class ShmCollectives {
   static constexpr uint64_t kDirectOneShotReadBytes = 512 << 10;
   // Ranks that outnumber the cores: small allreduces have one rank reduce (allReduceLastArriver)
   // up to this size.
-  static constexpr uint64_t kLastArriverBytes = kOneShotBytes;
+  static constexpr uint64_t kLastArriverBytes = 16 << 10;
   // Other collectives read peers' buffers in place (direct or CMA) above this many bytes per
   // block, and stage through the slots below.
   static constexpr uint64_t kPeerReadFromBytes = 16 << 10;
-  // Allreduces up to this size travel with their flag (allReduceInline).
-  static constexpr uint64_t kInlineBytes = InlineBlock::kBytes;
 
  private:
   enum class Path { Staged, Direct, Cma };
@@ -131,7 +131,8 @@ class ShmCollectives {
   // checks).
   void reclaimSlot(int parity, uint64_t offset, uint64_t bytes);
   // 2 processes, 5 alternating launches of 5000-20000 calls against 22b911d, medians, time
-  // with over without: one-shot allreduce 0.84 at 4 KiB (0.88 in place), 0.88-0.93 at 256 B-1
+  // with over without: the one-shot allreduce of the time (small allreduces are inline now, and
+  // take their blocks back the same way) 0.84 at 4 KiB (0.88 in place), 0.88-0.93 at 256 B-1
   // KiB, 0.89-0.92 at 8 KiB, 0.99 at 12 KiB, 1.21 at 64 KiB; allgather and alltoall 0.74-0.77
   // at 4 KiB, 0.87-0.89 at 8 KiB, 0.96 at 16 KiB (8 KiB staged), 1.01 at 32 KiB; 4 ranks,
   // 8 KiB, 0.83-0.84; reduce-scatter 1.01-1.03 at 8 KiB and 0.95 at 16 KiB, 4 ranks 0.74 at 8
@@ -216,6 +217,7 @@ class ShmCollectives {
   std::array<bool, 2> slotReadLater_{true, true};
   const WaitContext* wait_ = nullptr;    // of the call running
   std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
+  std::vector<uint8_t> inlineAcc_;       // allReduceInline on more than 2 ranks
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
   std::vector<const uint8_t*> peerSend_;  // direct path: peers' buffers, here
   std::vector<uint8_t*> peerRecv_;        // (outputs writable: the direct allreduce writes them)

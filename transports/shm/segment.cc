@@ -16,7 +16,7 @@ namespace weft {
 namespace {
 
 constexpr uint64_t kMagic = 0x746d67657366'6577ull;  // "wefsegmt"
-constexpr uint32_t kVersion = 3;                     // 2: RankControl::asleep; 3: InlineBlock
+constexpr uint32_t kVersion = 4;  // 2: RankControl::asleep; 3: InlineBlock; 4: 16 KiB in it
 
 struct Header {
   uint64_t magic;

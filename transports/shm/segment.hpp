@@ -36,7 +36,7 @@ struct LocalGroup {
 // A flag whose payload goes on past its own line: the flag's 56 bytes, then `more`, one run of
 // kBytes (data()).
 struct InlineBlock {
-  static constexpr size_t kMoreBytes = 256;
+  static constexpr size_t kMoreBytes = 16 << 10;
   static constexpr size_t kBytes = sizeof(SharedFlag::payload) + kMoreBytes;
   SharedFlag flag;
   uint8_t more[kMoreBytes];
