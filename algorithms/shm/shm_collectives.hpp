@@ -96,7 +96,7 @@ class ShmCollectives {
   // up to this size.
   static constexpr uint64_t kLastArriverBytes = 16 << 10;
   // Other collectives read peers' buffers in place (direct or CMA) above this many bytes per
-  // block, and stage through the slots below.
+  // block (2 ranks: from it on), and stage through the slots below.
   static constexpr uint64_t kPeerReadFromBytes = 16 << 10;
 
  private:
