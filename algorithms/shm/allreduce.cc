@@ -58,15 +58,14 @@ void ShmCollectives::allReduce(const NativeCall& call) {
   allReducePeerRead(call, path);
 }
 
-// Two processes with a core each, where a CMA copy is cheap: beyond kInlineBytes (which ties
-// with this at 16 KiB: 0.99) each
-// reads half of the other's input and writes half of its output (allReducePeerRead), where
-// one-shot stages the whole input and reads the whole of the peer's. Intel Xeon build machine,
-// 5 alternating runs of 5000 calls, not bound, peer read over one-shot: 1.19x the time at 8
-// KiB, 0.90 at 12 KiB, 0.73 at 16 KiB, 0.55-0.66 at 24-32 KiB, 0.61 at 64 KiB, 0.99 at 128
-// KiB.
+// Two processes with a core each, where a CMA copy is cheap: above kInlineBytes (allReduce
+// asks only there; the inline allreduce ties with this at 16 KiB: 0.99) each reads half of the
+// other's input and writes half of its output (allReducePeerRead), where one-shot stages the
+// whole input and reads the whole of the peer's. Intel Xeon build machine, 5 alternating runs
+// of 5000 calls, not bound, peer read over one-shot: 1.19x the time at 8 KiB, 0.90 at 12 KiB,
+// 0.73 at 16 KiB, 0.55-0.66 at 24-32 KiB, 0.61 at 64 KiB, 0.99 at 128 KiB.
 bool ShmCollectives::cmaPairAllReduce(uint64_t bytes) const {
-  if (n() != 2 || oversubscribed_ || group_.oneProcess || bytes < kPeerReadFromBytes) return false;
+  if (n() != 2 || oversubscribed_ || group_.oneProcess) return false;
   if (mode_ == ShmMode::Staged || !cmaWorks_) return false;
   return mode_ == ShmMode::Cma || cmaPreferred(Collective::AllReduce, 2, cmaCostRatio_, bytes);
 }

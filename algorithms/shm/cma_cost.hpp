@@ -45,14 +45,14 @@ double agreedCmaCostRatio(std::vector<double> ratios);
 inline constexpr uint64_t kCmaMaxHostOutputBytes = uint64_t{32} << 20;
 
 // Allreduce on 3 or 4 ranks reads peers through CMA from kCmaAllReduceFromBytes per rank while
-// the host's outputs together are at most kCmaAllReduceMaxHostOutputBytes (2 ranks: from 16 KiB,
-// ShmCollectives::cmaPairAllReduce, up to kCmaMaxHostOutputBytes). Intel Xeon build machine (2
-// cores, so these ranks share them), at 5e0cb10, 3-5 alternating weft-perf runs, medians, time
-// with WEFT_SHM_MODE=cma over staged's: 4 ranks 1.38 at 32 KiB, 1.13 at 128 KiB, 0.83-0.85 at
-// 256 KiB, 0.84 at 512 KiB, 0.95 at 1 MiB, 0.89 at 2 MiB, 0.88 at 4 MiB, 1.27 at 8 MiB, 1.67 at
-// 16 MiB; in place 0.97 at 256 KiB, 0.85 at 1 MiB, 0.64 at 4 MiB; 3 ranks 1.10 at 64 KiB, 0.93
-// at 256 KiB, 0.92 at 1 MiB (0.79 in place), 0.77 at 4 MiB, 0.99 at 8 MiB. On 5, 6 and 8 ranks
-// CMA lost at every size tried (1.05-2.08 at 64 KiB-4 MiB): every rank reads and writes a
+// the host's outputs together are at most kCmaAllReduceMaxHostOutputBytes (2 ranks: above the
+// inline size, ShmCollectives::cmaPairAllReduce, up to kCmaMaxHostOutputBytes). Intel Xeon build
+// machine (2 cores, so these ranks share them), at 5e0cb10, 3-5 alternating weft-perf runs,
+// medians, time with WEFT_SHM_MODE=cma over staged's: 4 ranks 1.38 at 32 KiB, 1.13 at 128 KiB,
+// 0.83-0.85 at 256 KiB, 0.84 at 512 KiB, 0.95 at 1 MiB, 0.89 at 2 MiB, 0.88 at 4 MiB, 1.27 at 8
+// MiB, 1.67 at 16 MiB; in place 0.97 at 256 KiB, 0.85 at 1 MiB, 0.64 at 4 MiB; 3 ranks 1.10 at 64
+// KiB, 0.93 at 256 KiB, 0.92 at 1 MiB (0.79 in place), 0.77 at 4 MiB, 0.99 at 8 MiB. On 5, 6 and 8
+// ranks CMA lost at every size tried (1.05-2.08 at 64 KiB-4 MiB): every rank reads and writes a
 // smaller slice of every peer per system call.
 inline constexpr int kCmaAllReduceMaxRanks = 4;
 inline constexpr uint64_t kCmaAllReduceFromBytes = 256 << 10;

@@ -103,8 +103,8 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
   const uint64_t blockBytes = call.count * call.elemSize;
   // Two ranks read each other from exactly kPeerReadFromBytes on (2 processes, cheap CMA, 16
   // KiB blocks, 3-5 alternating launches, time through CMA over staged: broadcast 0.81,
-  // allgather 0.74, alltoall 0.69; 8 KiB: 1.21-1.37); more ranks only above it (4 ranks, 16 KiB
-  // blocks: allgather 1.31, alltoall 1.13).
+  // allgather 0.74, alltoall 0.69, gather 0.69, scatter 0.72; 8 KiB: 1.21-1.37); more ranks
+  // only above it (4 ranks, 16 KiB blocks: allgather 1.31, alltoall 1.13).
   const bool readsPeers =
       n() == 2 ? blockBytes >= kPeerReadFromBytes : n() > 2 && blockBytes > kPeerReadFromBytes;
   Path path = readsPeers ? choosePath(call) : Path::Staged;
