@@ -298,10 +298,17 @@ void ShmCollectives::cmaCopy(bool write, int q, uint8_t* local, uint64_t remote,
     const ssize_t moved = write ? process_vm_writev(pid, &here, 1, &far, 1, 0)
                                 : process_vm_readv(pid, &here, 1, &far, 1, 0);
     if (moved <= 0) {
-      if (moved < 0 && errno == EINTR) continue;
+      const int err = moved < 0 ? errno : 0;
+      if (err == EINTR) continue;
+      // ESRCH: the process is gone, or exiting (its memory already released, so its pidfd may
+      // not have reported it yet). Either way the peer died: a remote error, like a wait's.
+      if (err == ESRCH)
+        fail(weftRemoteError, "{}: rank {} (pid {}) exited ({} it: no such process)", wait_->what(),
+             group_.ranks[q], pid, write ? "process_vm_writev to" : "process_vm_readv from");
+      if (wait_->checkPeers) wait_->checkPeers();
       fail(weftSystemError, "{}: {} rank {} (pid {}): {}", wait_->what(),
            write ? "process_vm_writev to" : "process_vm_readv from", group_.ranks[q], pid,
-           moved < 0 ? std::strerror(errno) : "short copy");
+           err ? std::strerror(err) : "short copy");
     }
     done += static_cast<uint64_t>(moved);
   }

@@ -2,22 +2,22 @@
 // returns weftRemoteError (or weftTimeout) within the deadline, naming a rank that is gone (the
 // victim; or, over UCX, a survivor that already failed and left, when that is the peer this
 // rank was waiting for); nothing hangs, and the survivors can still destroy their
-// communicators.
+// communicators. With WEFT_TEST_KILL_INSIDE set, the victim dies inside the collective.
 //
 //   weft-test-kill NRANKS BYTES   (the parent hosts the rendezvous and starts the ranks as new
 //                                  processes: fork then exec, since forking a process that
 //                                  runs threads, the rendezvous root's among them, is unsafe)
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "include/weft.h"
@@ -27,6 +27,12 @@ namespace {
 
 constexpr int kVictim = 1;
 constexpr int kTimeoutMs = 60000;
+// WEFT_TEST_KILL_INSIDE set: the victim dies inside the allreduce instead of before it. It
+// enters the call (and publishes what its peers copy from it) and a thread of it kills the
+// process kInsideMs later; the others start only once it is dead. Peers that copy from its
+// memory through CMA then find the process gone instead of waiting for it. (Should the victim
+// take longer than kInsideMs to publish, its peers wait for it instead: the same error.)
+constexpr int kInsideMs = 300;
 
 int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
@@ -44,12 +50,21 @@ int rankMain(const weftUniqueId& id, int n, int rank, size_t bytes) {
     return 2;
   }
   weft::faults::markPast(rank);
+  const bool inside = std::getenv("WEFT_TEST_KILL_INSIDE") != nullptr;
   if (rank == kVictim) {
     if (!weft::faults::othersPast(n, rank)) {
       std::fprintf(stderr, "rank %d: the others did not finish the first allreduce\n", rank);
       return 2;
     }
-    kill(getpid(), SIGKILL);
+    if (!inside) kill(getpid(), SIGKILL);
+    weft::faults::leavePid(rank);
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kInsideMs));
+      kill(getpid(), SIGKILL);
+    }).detach();
+  } else if (inside && !weft::faults::waitUntilDead(kVictim)) {
+    std::fprintf(stderr, "rank %d: rank %d did not die\n", rank, kVictim);
+    return 2;
   }
   std::vector<float> x(bytes / sizeof(float), 1.0f);
   const auto start = std::chrono::steady_clock::now();

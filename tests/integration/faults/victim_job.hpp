@@ -48,6 +48,47 @@ inline bool othersPast(int n, int self) {
   }
 }
 
+// The victim leaves its pid (before it starts dying); the others wait with waitUntilDead.
+inline void leavePid(int rank) {
+  const char* dir = std::getenv("WEFT_TEST_VICTIM_DIR");
+  if (!dir) return;
+  const std::string path = fmt::format("{}/pid.{}", dir, rank);
+  std::FILE* f = std::fopen((path + ".part").c_str(), "w");
+  if (!f) return;
+  std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+  std::fclose(f);
+  std::filesystem::rename(path + ".part", path);  // whole or absent for the readers
+}
+
+// True once `rank` has left its pid and that process is dead (a zombie: the job reaps the ranks
+// in rank order, or gone); false after 60 s.
+inline bool waitUntilDead(int rank) {
+  const char* dir = std::getenv("WEFT_TEST_VICTIM_DIR");
+  if (!dir) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int pid = 0;
+  for (;;) {
+    if (pid == 0) {
+      if (std::FILE* f = std::fopen(fmt::format("{}/pid.{}", dir, rank).c_str(), "r")) {
+        if (std::fscanf(f, "%d", &pid) != 1) pid = 0;
+        std::fclose(f);
+      }
+    }
+    if (pid != 0) {
+      // /proc/PID/stat: "PID (COMM) STATE ..."; COMM may hold spaces, so look after the last ')'.
+      std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+      if (!f) return true;
+      char line[512] = {};
+      const bool read = std::fgets(line, sizeof line, f) != nullptr;
+      std::fclose(f);
+      const char* close = read ? std::strrchr(line, ')') : nullptr;
+      if (close && (close[2] == 'Z' || close[2] == 'X')) return true;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // rankMain(id, nranks, rank, bytes) returns the rank's exit status.
 using RankMain = int (*)(const weftUniqueId& id, int n, int rank, size_t bytes);
 
