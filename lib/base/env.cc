@@ -20,8 +20,9 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_DEBUG_FILE", "(stderr)", "write the log here; %h is the host name, %p the pid"},
     EnvVar{"WEFT_TIMEOUT_MS", "300000",
            "deadline of every wait, in milliseconds (config.timeoutMs overrides per communicator)"},
-    EnvVar{"WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
-           "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
+    EnvVar{
+        "WEFT_SOCKET_IFNAME", "(first up, non-loopback)",
+        "interface for bootstrap sockets: prefix match, ^ excludes, = exact (eth0, ^docker, =lo)"},
     EnvVar{"WEFT_CHUNK_BYTES", "(tuned)",
            "pipeline chunk size of schedules, in bytes (at least 256)"},
     EnvVar{"WEFT_ALGO", "(tuned)",
@@ -50,10 +51,12 @@ constexpr std::array kVariables = {
            "goes on connection k mod N, for links one tcp connection cannot fill"},
     EnvVar{"WEFT_SHM_MODE", "auto",
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped; else "
-           "CMA above 16 KiB per block for scatter, and for allgather, alltoall, gather and, on "
-           "2 ranks, broadcast and allreduce where the ranks measure at set-up that a CMA copy "
-           "costs under 2.2 memcpys, up to 32 MiB of output on the host; else "
-           "staged), staged (always through the segment) or cma"},
+           "CMA above 16 KiB per block (from 16 KiB on 2 ranks) for scatter, and, where the "
+           "ranks measure at set-up that a CMA copy costs under 2.2 memcpys, for allgather, "
+           "alltoall, gather and, on 2 ranks, broadcast at those sizes and allreduce above "
+           "16 KiB + 56 B, up to 32 MiB of output on the host, and for allreduce on 3-4 ranks "
+           "from 256 KiB up to 16 MiB of output on the host; else staged), staged (always "
+           "through the segment) or cma"},
     EnvVar{"WEFT_SHM_CMA_COST", "(measured)",
            "what a CMA copy costs in memcpys, 0.01 to 1000, the same on every rank of a host: "
            "replaces the measurement WEFT_SHM_MODE=auto goes by (under 2.2: CMA is cheap)"},
@@ -61,6 +64,11 @@ constexpr std::array kVariables = {
            "1: before a shared-memory collective, a rank that shares its CPU with more of the "
            "host's ranks than their share of the CPUs moves to the least crowded CPU of its "
            "affinity mask (the mask itself is kept); 0: ranks stay where the kernel puts them"},
+    EnvVar{"WEFT_SHM_CORES", "(affinity masks)",
+           "how many CPUs the host's ranks have between them, 1 to 1024, instead of the CPUs "
+           "in the union of their affinity masks (a container's CPU quota is not in the masks); "
+           "ranks that outnumber them wait without spinning. Where ranks give different "
+           "numbers, the smallest counts"},
     EnvVar{"WEFT_SHM_SLOT_BYTES", "(from the L2 cache)",
            "bytes of each of a rank's two staging slots in the shared-memory segment, 4096 to "
            "64 MiB, the same on every rank of a host; by default a share of the L2 cache, larger "
@@ -157,6 +165,8 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
     env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_SPREAD"); v && *v)
     env.shmSpread = parseInteger("WEFT_SHM_SPREAD", v, 0, 1) == 1;
+  if (const char* v = get("WEFT_SHM_CORES"); v && *v)
+    env.shmCores = static_cast<int>(parseInteger("WEFT_SHM_CORES", v, 1, 1024));
   if (const char* v = get("WEFT_NET_CHANNELS"); v && *v)
     env.netChannels = static_cast<int>(parseInteger("WEFT_NET_CHANNELS", v, 1, 8));
   if (const char* v = get("WEFT_SHM_SLOT_BYTES"); v && *v)

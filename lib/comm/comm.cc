@@ -177,7 +177,7 @@ void Comm::setUpSharedMemory(Deadline deadline) {
   const Env& e = env();
   if (nranks_ == 1 || localSize_ != nranks_ || e.shmDisable) return;
   const LocalGroup group = localGroup();
-  const CoreAgreement cores = agreeOnCores(*bootstrap_, group, deadline);
+  const CoreAgreement cores = agreeOnCores(*bootstrap_, group, e.shmCores, deadline);
   const uint64_t slotBytes =
       e.shmSlotBytes ? e.shmSlotBytes : defaultSlotBytes(nranks_, cores.oversubscribed);
   const SegmentGeometry geometry =

@@ -4,6 +4,8 @@
 // Each rank's own mask is not enough: a launcher that binds every rank to one core (mpirun's
 // default for two ranks) gives each rank one CPU without any sharing, and ranks with different
 // masks would size the segment differently and take different paths through the same call.
+// Masks do not show a CPU quota (a container given 2 CPUs' time may see all of the host's), so
+// the number can be given instead (WEFT_SHM_CORES).
 #pragma once
 
 #include "lib/base/deadline.hpp"
@@ -18,7 +20,10 @@ struct CoreAgreement {
 };
 
 // Collective over `oob` (every rank of it calls this, local or not): each rank contributes its
-// affinity mask; the masks of `group`'s ranks are counted. The same answer on every local rank.
-CoreAgreement agreeOnCores(OutOfBand& oob, const LocalGroup& group, Deadline deadline);
+// affinity mask and `givenCores` (WEFT_SHM_CORES; 0: none). The masks of `group`'s ranks are
+// counted, unless some of them gave a number: then the smallest of those is the answer. The
+// same answer on every local rank.
+CoreAgreement agreeOnCores(OutOfBand& oob, const LocalGroup& group, int givenCores,
+                           Deadline deadline);
 
 }  // namespace weft

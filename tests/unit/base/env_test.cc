@@ -26,6 +26,8 @@ TEST_CASE("an empty environment gives the documented defaults") {
   CHECK(parse({{"WEFT_NET_CHANNELS", "4"}}).netChannels == 4);
   CHECK(e.shmSpread);
   CHECK_FALSE(parse({{"WEFT_SHM_SPREAD", "0"}}).shmSpread);
+  CHECK(parse({{"WEFT_SHM_CORES", "8"}}).shmCores == 8);
+  CHECK(parse({}).shmCores == 0);
 }
 
 TEST_CASE("WEFT_DEBUG and WEFT_DEBUG_SUBSYS parse like NCCL's") {
@@ -55,4 +57,6 @@ TEST_CASE("bad values of WEFT_* variables are errors that name the variable") {
   expectError({{"WEFT_CHUNK_BYTES", "12"}}, "WEFT_CHUNK_BYTES");
   for (const char* channels : {"0", "9", "two"})
     expectError({{"WEFT_NET_CHANNELS", channels}}, "WEFT_NET_CHANNELS");
+  for (const char* cores : {"0", "1025", "many"})
+    expectError({{"WEFT_SHM_CORES", cores}}, "WEFT_SHM_CORES");
 }

@@ -24,9 +24,10 @@ namespace {
 
 // Runs agreeOnCores on one thread per entry of `cpus`, each bound to the CPUs listed for it,
 // and returns what each rank concluded. `local` lists the ranks on this host (the others
-// contribute their masks to the exchange but are not counted).
+// contribute their masks to the exchange but are not counted); `given`, where not empty, the
+// WEFT_SHM_CORES each rank passes (0: none).
 std::vector<CoreAgreement> agree(const std::vector<std::vector<int>>& cpus,
-                                 std::vector<int> local = {}) {
+                                 std::vector<int> local = {}, std::vector<int> given = {}) {
   const int n = static_cast<int>(cpus.size());
   if (local.empty())
     for (int q = 0; q < n; ++q) local.push_back(q);
@@ -43,7 +44,8 @@ std::vector<CoreAgreement> agree(const std::vector<std::vector<int>>& cpus,
     group.me = static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin());
     group.oneProcess = true;
     group.pids.assign(local.size(), getpid());
-    seen[r] = agreeOnCores(o, group, Deadline::afterMs(120000));
+    const int mine = given.empty() ? 0 : given[r];
+    seen[r] = agreeOnCores(o, group, mine, Deadline::afterMs(120000));
   });
   std::string failures;
   for (const std::string& e : errors) failures += e.empty() ? "" : e + "\n";
@@ -79,6 +81,34 @@ TEST_CASE("local ranks agree on sharing cores from the union of their affinity m
   }
   // Only the local ranks' masks count: ranks 0 and 2 share core a; rank 1, elsewhere, runs on b.
   const std::vector<CoreAgreement> seen = agree({{a}, {b}, {a}}, {0, 2});
+  for (int r : {0, 2}) {
+    CHECK(seen[r].cores == 1);
+    CHECK(seen[r].oversubscribed);
+  }
+}
+
+TEST_CASE(
+    "a number of cores given by some local ranks replaces the masks on all, the smallest "
+    "where they differ") {
+  const std::vector<int> cpus = weft::allowedCpus();
+  const int a = cpus[0];
+  // Three ranks on one CPU, told there are 8: none shares.
+  for (const CoreAgreement& s : agree({{a}, {a}, {a}}, {}, {8, 8, 8})) {
+    CHECK(s.cores == 8);
+    CHECK_FALSE(s.oversubscribed);
+  }
+  // Only rank 1 says so, and it says 2: 3 ranks on 2 cores share, on every rank.
+  for (const CoreAgreement& s : agree({{a}, {a}, {a}}, {}, {0, 2, 0})) {
+    CHECK(s.cores == 2);
+    CHECK(s.oversubscribed);
+  }
+  // Different numbers: the smallest, 3, so 3 ranks do not share.
+  for (const CoreAgreement& s : agree({{a}, {a}, {a}}, {}, {16, 3, 0})) {
+    CHECK(s.cores == 3);
+    CHECK_FALSE(s.oversubscribed);
+  }
+  // A number from a rank on another host does not count: ranks 0 and 2 are local.
+  const std::vector<CoreAgreement> seen = agree({{a}, {a}, {a}}, {0, 2}, {0, 8, 0});
   for (int r : {0, 2}) {
     CHECK(seen[r].cores == 1);
     CHECK(seen[r].oversubscribed);
