@@ -66,9 +66,9 @@ constexpr std::array kVariables = {
            "affinity mask (the mask itself is kept); 0: ranks stay where the kernel puts them"},
     EnvVar{"WEFT_SHM_CORES", "(affinity masks)",
            "how many CPUs the host's ranks have between them, 1 to 1024, instead of the CPUs "
-           "in the union of their affinity masks (a container's CPU quota is not in the masks); "
-           "ranks that outnumber them wait without spinning. Where ranks give different "
-           "numbers, the smallest counts"},
+           "in the union of their affinity masks (which do not show CPUs that other work "
+           "keeps busy); ranks that outnumber them wait without spinning. Where ranks give "
+           "different numbers, the smallest counts"},
     EnvVar{"WEFT_SHM_SLOT_BYTES", "(from the L2 cache)",
            "bytes of each of a rank's two staging slots in the shared-memory segment, 4096 to "
            "64 MiB, the same on every rank of a host; by default a share of the L2 cache, larger "
