@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <optional>
 
 #include "lib/base/error.hpp"
 
@@ -58,9 +59,17 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
     cpuRelax();
   }
   const bool sameCpu = whoCpu && whoCpu->load(std::memory_order_relaxed) == sched_getcpu();
+  // When the spin that failed began: the budget learns how long the whole wait took.
+  std::optional<Clock::time_point> spunFrom;
+  auto spinFailed = [&] {
+    if (budget && spunFrom)
+      budget->spinFailed(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - *spunFrom).count());
+  };
   if (spins && !sameCpu) {
+    spunFrom = Clock::now();
     const auto spinUntil =
-        Clock::now() + std::chrono::nanoseconds(budget ? budget->ns() : kFloorSpinNs);
+        *spunFrom + std::chrono::nanoseconds(budget ? budget->ns() : kFloorSpinNs);
     do {
       for (int i = 0; i < 64; ++i) {
         if (reached(flag.load(), target)) {
@@ -70,12 +79,12 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
         cpuRelax();
       }
     } while (Clock::now() < spinUntil);
-    if (budget) budget->spinFailed();
   }
   const int yields = budget ? budget->yields() : kYields;
   for (int i = 0; i < yields; ++i) {
     if (reached(flag.load(), target)) {
       if (budget) budget->yieldsWorked();
+      spinFailed();
       return;
     }
     sched_yield();
@@ -97,7 +106,10 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
       futex(&flag.value, FUTEX_WAIT, seen, &nap);  // returns at once if the value moved
     }
     mutableFlag.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    if (reached(flag.load(), target)) return;
+    if (reached(flag.load(), target)) {
+      spinFailed();
+      return;
+    }
   }
 }
 

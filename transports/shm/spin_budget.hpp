@@ -7,9 +7,12 @@
 //
 // Two defences. A waiter that sits on the CPU its peer last ran on does not spin at all: that peer
 // cannot be running (waitFor's whoCpu). Otherwise the budget adapts: a wait that ended while
-// spinning doubles it (up to the ceiling); one that outlasted it, whether it then ended while
-// yielding or had to sleep, halves it (down to the floor). A budget that keeps failing falls to
-// the floor within a few waits and one that keeps succeeding climbs back as fast. The number of
+// spinning doubles it (up to the ceiling). One that outlasted it and then ended while yielding
+// or asleep sets it from how long the whole wait took: to twice that where the ceiling covers
+// it (the next such wait ends while spinning, with no wake-up to pay), else to half the budget
+// (down to the floor). Waits for a peer that does not run (another process has its core) last
+// whole time slices, so a budget that keeps failing falls to the floor within a few waits, and
+// one that keeps succeeding climbs back as fast. The number of
 // yields after the spin adapts the same way (doubled when the flag moves while yielding, halved
 // when the wait had to sleep) where its bounds differ: for ranks that share cores.
 #pragma once
@@ -43,8 +46,14 @@ class SpinBudget {
 
   // The flag moved while spinning.
   void spinWorked() { set(ns() * 2); }
-  // It did not: the wait went on to yield or sleep.
-  void spinFailed() { set(ns() / 2); }
+  // It did not: the flag moved only `waitedNs` after the spin began, while yielding or asleep.
+  // A wait the ceiling covers sets the budget to twice its length, so that the next one like it
+  // ends while spinning: a waiter that sleeps costs whoever wakes it a futex wake and itself a
+  // wake-up (a 2-rank 1 MiB broadcast, whose root waits for the receiver's copy, took 146 us a
+  // call sleeping there and 61 spinning, on a KVM guest). A longer wait halves the budget.
+  void spinFailed(int64_t waitedNs) {
+    set(waitedNs <= ceiling_ ? std::max(ns(), 2 * waitedNs) : ns() / 2);
+  }
   // After the spin, the flag moved while yielding (a peer on this core ran), or only once the
   // wait slept (yielding just handed the core to others: on a busy machine a rank that yields
   // can wait a whole time slice for it back).

@@ -17,27 +17,43 @@ TEST_CASE("spin budget: starts at the floor, each spin that works doubles it, up
   }
 }
 
-TEST_CASE("spin budget: each spin that fails halves it, down to the floor", "[shm][spin]") {
+TEST_CASE("spin budget: each wait longer than the ceiling halves it, down to the floor",
+          "[shm][spin]") {
   SpinBudget b(1000, 200000, 50, 50);
   for (int i = 0; i < 8; ++i) b.spinWorked();
   REQUIRE(b.ns() == 200000);
   const int64_t expected[] = {100000, 50000, 25000, 12500, 6250, 3125, 1562, 1000, 1000};
   for (int64_t e : expected) {
-    b.spinFailed();
+    b.spinFailed(200001);
     CHECK(b.ns() == e);
   }
 }
 
+TEST_CASE("spin budget: a failed spin whose wait the ceiling covers sets it to twice the wait",
+          "[shm][spin]") {
+  SpinBudget b(1000, 200000, 50, 50);
+  b.spinFailed(30000);  // the wait took 30 us: spinning 60 would have seen it end
+  CHECK(b.ns() == 60000);
+  b.spinFailed(150000);  // twice that is past the ceiling
+  CHECK(b.ns() == 200000);
+  b.spinFailed(200000);  // exactly the ceiling still counts
+  CHECK(b.ns() == 200000);
+  b.spinFailed(5000000);  // 5 ms: the peer was not running
+  CHECK(b.ns() == 100000);
+}
+
 TEST_CASE("spin budget: mixed outcomes move it both ways", "[shm][spin]") {
   SpinBudget b(1000, 200000, 50, 50);
-  b.spinWorked();   // 2000
-  b.spinWorked();   // 4000
-  b.spinFailed();   // 2000
-  b.spinWorked();   // 4000
-  b.spinWorked();   // 8000
-  b.spinFailed();   // 4000
-  b.spinFailed();   // 2000
+  b.spinWorked();         // 2000
+  b.spinWorked();         // 4000
+  b.spinFailed(1000000);  // 2000
+  b.spinWorked();         // 4000
+  b.spinWorked();         // 8000
+  b.spinFailed(1000000);  // 4000
+  b.spinFailed(1000000);  // 2000
   CHECK(b.ns() == 2000);
+  b.spinFailed(2500);  // 5000
+  CHECK(b.ns() == 5000);
 }
 
 TEST_CASE("spin budget: a floor above the ceiling is the ceiling, a zero budget stays zero",
@@ -45,7 +61,7 @@ TEST_CASE("spin budget: a floor above the ceiling is the ceiling, a zero budget 
   SpinBudget none(0, 0, 0, 0);
   none.spinWorked();
   CHECK(none.ns() == 0);
-  none.spinFailed();
+  none.spinFailed(1000);
   CHECK(none.ns() == 0);
   none.yieldsWorked();
   CHECK(none.yields() == 0);
@@ -53,7 +69,7 @@ TEST_CASE("spin budget: a floor above the ceiling is the ceiling, a zero budget 
   SpinBudget odd(5000, 2000, 10, 10);
   CHECK(odd.floorNs() == 2000);
   CHECK(odd.ns() == 2000);
-  odd.spinFailed();
+  odd.spinFailed(1000000);
   CHECK(odd.ns() == 2000);
   CHECK(odd.spins());
 }
