@@ -151,8 +151,9 @@ weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId,
 weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
                                     weftConfig_t* config);
 /* nranks communicators in this process, one per rank; drive them from one thread per rank or
- * from one thread inside weftGroupStart/weftGroupEnd. devlist must be NULL (host ranks have no
- * devices). */
+ * from one thread inside weftGroupStart/weftGroupEnd. One thread may also finalize or destroy
+ * them one after another: each waits for its own operations, and the last to go releases them
+ * all. devlist must be NULL (host ranks have no devices). */
 weftResult_t weftCommInitAll(weftComm_t* comms, int nranks, const int* devlist);
 /* Rank, size and rendezvous from the launcher's environment (weftrun). config may be NULL. */
 weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config);

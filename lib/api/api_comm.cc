@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "lib/api/clique.hpp"
 #include "lib/api/handles.hpp"
 #include "lib/base/env.hpp"
 #include "lib/base/launch_env.hpp"
@@ -273,7 +274,9 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int nranks, const int* devlist) 
       for (weftComm* h : handles) delete h;
       throw e;
     }
+    auto clique = std::make_shared<api::Clique>(nranks);
     for (int r = 0; r < nranks; ++r) {
+      handles[r]->clique = clique;
       api::registerComm(handles[r]);
       comms[r] = handles[r];
     }
@@ -296,7 +299,11 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm, weftConfig_t* config) {
 weftResult_t weftCommFinalize(weftComm_t comm) {
   return api::guard("weftCommFinalize", comm, [&] {
     if (inGroup()) fail(weftInvalidUsage, "weftCommFinalize inside a group");
-    api::readyComm(comm)->finalize();
+    std::shared_ptr<Comm> c = api::readyComm(comm);
+    std::shared_ptr<api::Clique> clique = api::lookupComm(comm)->clique;
+    if (!clique) return c->finalize();
+    c->finalizeLocally();
+    clique->leave(c->rank(), c);
   });
 }
 
@@ -306,11 +313,24 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
     std::shared_ptr<weftComm> h = api::unregisterComm(comm);
     joinInit(h.get());
     std::shared_ptr<Comm> c = h->comm;
+    const std::shared_ptr<api::Clique> clique = h->clique;
+    const int rank = h->rank;
     h.reset();
-    if (!c) return;
-    // Destroy without finalize finalizes first (a barrier with every rank), unless the
-    // communicator can no longer talk: then it only releases local resources.
-    if (!c->finalized() && !c->aborted() && !c->failure()) c->finalize();
+    // Destroy without finalize finalizes first (a barrier with every rank; in an InitAll
+    // clique, this rank's own operations), unless the communicator can no longer talk: then it
+    // only releases local resources.
+    const bool finalize = c && !c->finalized() && !c->aborted() && !c->failure();
+    if (!clique) {
+      if (finalize) c->finalize();
+      return;
+    }
+    struct Leave {  // leaves even when finalizing throws
+      api::Clique& clique;
+      int rank;
+      std::shared_ptr<Comm>& comm;
+      ~Leave() { clique.leave(rank, comm); }
+    } leave{*clique, rank, c};
+    if (finalize) c->finalizeLocally();
   });
 }
 
@@ -327,6 +347,7 @@ weftResult_t weftCommAbort(weftComm_t comm) {
     joinInit(h.get());
     if (!c) c = h->comm;  // an init that completed while being aborted
     if (c) c->abort();
+    if (h->clique) h->clique->leave(h->rank, c);
     // Operations still queued on streams hold the communicator; they fail at once and the
     // last of them releases it.
   });

@@ -17,7 +17,10 @@
 
 namespace weft {
 class Comm;
+namespace api {
+class Clique;
 }
+}  // namespace weft
 
 struct weftComm {
   int rank = 0;
@@ -30,6 +33,8 @@ struct weftComm {
   std::mutex mutex;  // guards comm, initError, lastError
   std::string initError;
   std::string lastError;
+  // Set for the communicators of one weftCommInitAll (finalized and destroyed together).
+  std::shared_ptr<weft::api::Clique> clique;
 };
 
 struct weftStream {

@@ -417,6 +417,12 @@ void Comm::finalize() {
   closeTransport(deadline);
 }
 
+void Comm::finalizeLocally() {
+  if (finalized()) fail(weftInvalidUsage, "{}: the communicator was already finalized", label_);
+  waitIdle(this->deadline());
+  finalized_.store(true, std::memory_order_release);
+}
+
 void Comm::closeTransport(Deadline deadline) {
   transportClosed_ = true;
   try {

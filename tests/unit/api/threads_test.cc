@@ -102,6 +102,46 @@ TEST_CASE("one thread drives every rank inside a group, as with NCCL") {
       REQUIRE(data[r][i] == (int64_t(0 + 1 + 2) << 32) + int64_t(3 * i));
 }
 
+// NCCL's "single process, single thread, multiple devices" example: weftCommInitAll, one
+// thread drives every rank through a group, then finalizes or destroys the communicators one
+// after another. Finalize is collective; a barrier per communicator would wait for the ranks
+// the thread has not reached yet, until the deadline (weftTimeout after WEFT_TIMEOUT_MS).
+TEST_CASE("one thread destroys the communicators of weftCommInitAll one after another") {
+  const int n = 3;
+  for (const bool finalizeFirst : {false, true}) {
+    CAPTURE(finalizeFirst);
+    std::vector<weftComm_t> comms(n);
+    REQUIRE(weftCommInitAll(comms.data(), n, nullptr) == weftSuccess);
+    std::vector<std::vector<int32_t>> data(n, std::vector<int32_t>(1000));
+    for (int r = 0; r < n; ++r) std::iota(data[r].begin(), data[r].end(), r * 1000);
+    REQUIRE(weftGroupStart() == weftSuccess);
+    for (int r = 0; r < n; ++r)
+      REQUIRE(weftAllReduce(data[r].data(), data[r].data(), data[r].size(), weftInt32, weftSum,
+                            comms[r], nullptr) == weftSuccess);
+    REQUIRE(weftGroupEnd() == weftSuccess);
+    for (int r = 0; r < n; ++r)
+      for (int i = 0; i < 1000; ++i) REQUIRE(data[r][i] == 3000 + 3 * i);
+    if (finalizeFirst) {
+      for (int r = 0; r < n; ++r) CHECK(weftCommFinalize(comms[r]) == weftSuccess);
+      // Finalized: operations are refused, not left to hang.
+      int32_t v = 1;
+      CHECK(weftAllReduce(&v, &v, 1, weftInt32, weftSum, comms[0], nullptr) == weftInvalidUsage);
+    }
+    for (int r = 0; r < n; ++r) {
+      CAPTURE(r);
+      CHECK(weftCommDestroy(comms[r]) == weftSuccess);
+    }
+  }
+}
+
+TEST_CASE("weftCommInitAll communicators: one aborted, the others destroyed from one thread") {
+  std::vector<weftComm_t> comms(3);
+  REQUIRE(weftCommInitAll(comms.data(), 3, nullptr) == weftSuccess);
+  CHECK(weftCommAbort(comms[1]) == weftSuccess);
+  CHECK(weftCommDestroy(comms[0]) == weftSuccess);
+  CHECK(weftCommDestroy(comms[2]) == weftSuccess);
+}
+
 TEST_CASE("host streams run operations in order and report completion") {
   const int n = 2, iterations = 10;
   ThreadComms comms(n);
