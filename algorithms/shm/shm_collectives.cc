@@ -305,7 +305,6 @@ void ShmCollectives::cmaCopy(bool write, int q, uint8_t* local, uint64_t remote,
       if (err == ESRCH)
         fail(weftRemoteError, "{}: rank {} (pid {}) exited ({} it: no such process)", wait_->what(),
              group_.ranks[q], pid, write ? "process_vm_writev to" : "process_vm_readv from");
-      if (wait_->checkPeers) wait_->checkPeers();
       fail(weftSystemError, "{}: {} rank {} (pid {}): {}", wait_->what(),
            write ? "process_vm_writev to" : "process_vm_readv from", group_.ranks[q], pid,
            err ? std::strerror(err) : "short copy");

@@ -302,7 +302,7 @@ weftResult_t weftCommFinalize(weftComm_t comm) {
     std::shared_ptr<Comm> c = api::readyComm(comm);
     std::shared_ptr<api::Clique> clique = api::lookupComm(comm)->clique;
     if (!clique) return c->finalize();
-    c->finalizeLocally();
+    c->finalizeLocally(c->deadline());
     clique->leave(c->rank(), c);
   });
 }
@@ -324,13 +324,13 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
       if (finalize) c->finalize();
       return;
     }
-    struct Leave {  // leaves even when finalizing throws
-      api::Clique& clique;
-      int rank;
-      std::shared_ptr<Comm>& comm;
-      ~Leave() { clique.leave(rank, comm); }
-    } leave{*clique, rank, c};
-    if (finalize) c->finalizeLocally();
+    try {
+      if (finalize) c->finalizeLocally(c->deadline());
+    } catch (...) {
+      clique->leave(rank, c);  // the handle is gone: the clique must not wait for it
+      throw;
+    }
+    clique->leave(rank, c);
   });
 }
 

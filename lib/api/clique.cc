@@ -8,7 +8,7 @@ void Clique::leave(int rank, std::shared_ptr<Comm> comm) {
   std::vector<std::shared_ptr<Comm>> released;
   {
     std::lock_guard lock(mutex_);
-    if (rank < 0 || rank >= nranks_ || left_[static_cast<size_t>(rank)]) return;
+    if (left_[static_cast<size_t>(rank)]) return;
     left_[static_cast<size_t>(rank)] = true;
     if (comm) held_.push_back(std::move(comm));
     if (++leftCount_ == nranks_) released.swap(held_);

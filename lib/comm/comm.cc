@@ -409,17 +409,15 @@ uint8_t* Comm::scratch(size_t bytes) {
 }
 
 void Comm::finalize() {
-  if (finalized()) fail(weftInvalidUsage, "{}: the communicator was already finalized", label_);
   const Deadline deadline = this->deadline();
-  waitIdle(deadline);
-  finalized_.store(true, std::memory_order_release);
+  finalizeLocally(deadline);
   if (bootstrap_ && !aborted() && !failure()) bootstrap_->barrier(deadline);
   closeTransport(deadline);
 }
 
-void Comm::finalizeLocally() {
+void Comm::finalizeLocally(Deadline deadline) {
   if (finalized()) fail(weftInvalidUsage, "{}: the communicator was already finalized", label_);
-  waitIdle(this->deadline());
+  waitIdle(deadline);
   finalized_.store(true, std::memory_order_release);
 }
 

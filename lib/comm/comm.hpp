@@ -152,10 +152,11 @@ class Comm {
   // Collective teardown: waits for issued operations, passes a barrier with every rank, closes
   // the transport. Afterwards operations fail with weftInvalidUsage.
   void finalize();
-  // Teardown of one of communicators whose ranks are all threads of this process and whose
-  // owner keeps them all until every rank has finalized (weftCommInitAll's, lib/api/clique.hpp):
-  // waits for issued operations only; the transport closes when the communicator goes.
-  void finalizeLocally();
+  // finalize's first step, and all of it for communicators whose ranks are all threads of this
+  // process and whose owner keeps them all until every rank has finalized (weftCommInitAll's,
+  // lib/api/clique.hpp): waits for issued operations only; the transport closes when the
+  // communicator goes.
+  void finalizeLocally(Deadline deadline);
   bool finalized() const { return finalized_.load(std::memory_order_acquire); }
 
  private:
