@@ -2,7 +2,9 @@
 // same bytes, with Google Benchmark.
 //
 // Every datatype x {sum, prod, max, min} (reduceKernel), plus scale and divide, at 4 KiB, 256 KiB,
-// 4 MiB and 64 MiB (L1/L2, L2, L3 and DRAM on the build machines). Kernels run in place,
+// 4 MiB and 64 MiB (L1/L2, L2, L3 and DRAM on the build machines); and the sum of 8 sources of
+// float, half, bfloat16 and int32 up to 4 MiB, folded by reduceManyKernel (sum8-folded) or chained
+// through reduceKernel (sum8-chained). Kernels run in place,
 // dst == a, as the executor calls them; "bytes" is the buffer size S, so a reduction that reads
 // 2S and writes S and a memcpy that reads S and writes S are both credited S per call. Counters:
 //   GB/s       S * calls / this thread's CPU time, 1 GB = 1e9 B (CPU time, as Google Benchmark's
@@ -159,6 +161,39 @@ void benchDivide(benchmark::State& state, weftDataType_t type, size_t bytes) {
       state, bytes, [&] { weft::divide(bufs.a, bufs.a, count, type, divisor); }, false);
 }
 
+// Folding kSources buffers of S bytes into the first (as the shared-memory allreduce folds the
+// ranks' inputs): reduceManyKernel against chaining reduceKernel one source at a time. Credited S
+// per call, as the rows above.
+constexpr int kSources = 8;
+constexpr size_t kManyMaxBytes = size_t{4} << 20;
+
+void benchFold(benchmark::State& state, weftDataType_t type, size_t bytes, bool many) {
+  static std::vector<unsigned char*> sources = [] {
+    std::vector<unsigned char*> v;
+    for (int k = 0; k < kSources; ++k) {
+      auto* p = static_cast<unsigned char*>(std::aligned_alloc(4096, kManyMaxBytes));
+      if (!p) std::abort();
+      std::memset(p, 0, kManyMaxBytes);
+      v.push_back(p);
+    }
+    return v;
+  }();
+  const size_t size = weft::datatypeSize(type);
+  const size_t count = bytes / size;
+  for (int k = 0; k < kSources; ++k)
+    for (size_t i = 0; i < count; ++i) storeValue(sources[k] + i * size, type, (k & 1) ? 1 : -1);
+  const std::vector<const void*> srcs(sources.begin(), sources.end());
+  const weft::ReduceFn pair = weft::reduceKernel(type, ReduceKind::Sum);
+  const weft::ReduceManyFn fold = weft::reduceManyKernel(type, ReduceKind::Sum);
+  timeLoop(
+      state, bytes,
+      [&] {
+        if (many) return fold(sources[0], srcs.data(), kSources, count);
+        for (int k = 1; k < kSources; ++k) pair(sources[0], sources[0], sources[k], count);
+      },
+      false);
+}
+
 std::string name(const std::string& op, weftDataType_t type, size_t bytes) {
   return op + "/" + weft::datatypeName(type) + "/" + std::to_string(bytes);
 }
@@ -179,6 +214,15 @@ void registerAll() {
       }
       benchmark::RegisterBenchmark(name("scale", type, bytes).c_str(), benchScale, type, bytes);
       benchmark::RegisterBenchmark(name("divide", type, bytes).c_str(), benchDivide, type, bytes);
+    }
+  }
+  for (weftDataType_t type : {weftFloat32, weftFloat16, weftBfloat16, weftInt32}) {
+    for (size_t bytes : kSizes) {
+      if (bytes > kManyMaxBytes) continue;
+      benchmark::RegisterBenchmark(name("sum8-chained", type, bytes).c_str(), benchFold, type,
+                                   bytes, false);
+      benchmark::RegisterBenchmark(name("sum8-folded", type, bytes).c_str(), benchFold, type, bytes,
+                                   true);
     }
   }
 }

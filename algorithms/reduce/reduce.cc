@@ -1,5 +1,6 @@
 #include "algorithms/reduce/reduce.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -174,6 +175,69 @@ void reduceFp8(void* dst, const void* a, const void* b, size_t count) {
   const auto* x = static_cast<const uint8_t*>(a);
   const auto* y = static_cast<const uint8_t*>(b);
   for (size_t i = 0; i < count; ++i) d[i] = results[static_cast<size_t>(x[i]) << 8 | y[i]];
+}
+
+// --- folds: one pass over 2 to 4 sources (reduceManyKernel) --------------------------------------
+//
+// fold<k>(dst, srcs, count): dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) op srcs[3][i],
+// for the first k sources, rounding after every operation as the binary kernels do. Every source
+// element is read before dst[i] is written, so dst == srcs[0] is safe.
+
+template <class T, ReduceKind kKind, int kSources>
+WEFT_MULTIVERSION WEFT_VECTORIZE void foldNative(void* dst, const void* const* srcs, size_t count) {
+  T* d = static_cast<T*>(dst);
+  const T* x0 = static_cast<const T*>(srcs[0]);
+  const T* x1 = static_cast<const T*>(srcs[1]);
+  const T* x2 = static_cast<const T*>(srcs[kSources > 2 ? 2 : 1]);
+  const T* x3 = static_cast<const T*>(srcs[kSources > 3 ? 3 : 1]);
+  for (size_t i = 0; i < count; ++i) {
+    T v = combine<kKind>(x0[i], x1[i]);
+    if constexpr (kSources > 2) v = combine<kKind>(v, x2[i]);
+    if constexpr (kSources > 3) v = combine<kKind>(v, x3[i]);
+    d[i] = v;
+  }
+}
+
+template <ReduceKind kKind, int kSources>
+WEFT_MULTIVERSION WEFT_VECTORIZE void foldBfloat16(void* dst, const void* const* srcs,
+                                                   size_t count) {
+  using C = Bfloat16Codec;
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
+  const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
+  const auto* x2 = static_cast<const uint16_t*>(srcs[kSources > 2 ? 2 : 1]);
+  const auto* x3 = static_cast<const uint16_t*>(srcs[kSources > 3 ? 3 : 1]);
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t v = C::encode(combine<kKind>(C::decode(x0[i]), C::decode(x1[i])));
+    if constexpr (kSources > 2) v = C::encode(combine<kKind>(C::decode(v), C::decode(x2[i])));
+    if constexpr (kSources > 3) v = C::encode(combine<kKind>(C::decode(v), C::decode(x3[i])));
+    d[i] = v;
+  }
+}
+
+template <class Codec, ReduceKind kKind, int kSources>
+void foldNarrow(void* dst, const void* const* srcs, size_t count) {
+  using S = typename Codec::Storage;
+  S* d = static_cast<S*>(dst);
+  for (size_t i = 0; i < count; ++i) {
+    S v = static_cast<const S*>(srcs[0])[i];
+    for (int k = 1; k < kSources; ++k)
+      v = Codec::encode(
+          combine<kKind>(Codec::decode(v), Codec::decode(static_cast<const S*>(srcs[k])[i])));
+    d[i] = v;
+  }
+}
+
+template <class Codec, ReduceKind kKind, int kSources>
+void foldFp8(void* dst, const void* const* srcs, size_t count) {
+  const std::array<uint8_t, 1 << 16>& results = fp8Results<Codec, kKind>();
+  auto* d = static_cast<uint8_t*>(dst);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t v = static_cast<const uint8_t*>(srcs[0])[i];
+    for (int k = 1; k < kSources; ++k)
+      v = results[static_cast<size_t>(v) << 8 | static_cast<const uint8_t*>(srcs[k])[i]];
+    d[i] = v;
+  }
 }
 
 // dst[i] = f(src[i]) in the native type.
@@ -395,6 +459,31 @@ __attribute__((target("avx,f16c"))) void reduceHalfF16c(void* dst, const void* a
   reduceNarrow<HalfCodec, kKind>(d + i, x + i, y + i, count - i);
 }
 
+// Rounded to half after every operation, as the binary kernel's results are.
+__attribute__((target("avx,f16c"), always_inline)) inline __m256 roundToHalf8(__m256 v) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+template <ReduceKind kKind, int kSources>
+__attribute__((target("avx,f16c"))) void foldHalfF16c(void* dst, const void* const* srcs,
+                                                      size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
+  const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
+  const auto* x2 = static_cast<const uint16_t*>(srcs[kSources > 2 ? 2 : 1]);
+  const auto* x3 = static_cast<const uint16_t*>(srcs[kSources > 3 ? 3 : 1]);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256 v = combine8<kKind>(loadHalf8(x0 + i), loadHalf8(x1 + i));
+    if constexpr (kSources > 2) v = combine8<kKind>(roundToHalf8(v), loadHalf8(x2 + i));
+    if constexpr (kSources > 3) v = combine8<kKind>(roundToHalf8(v), loadHalf8(x3 + i));
+    storeHalf8(d + i, v);
+  }
+  const void* rest[kSources];
+  for (int k = 0; k < kSources; ++k) rest[k] = static_cast<const uint16_t*>(srcs[k]) + i;
+  foldNarrow<HalfCodec, kKind, kSources>(d + i, rest, count - i);
+}
+
 // dst[i] = src[i] * v, or src[i] / v when kDivide.
 template <bool kDivide>
 __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src, size_t count,
@@ -472,6 +561,138 @@ ReduceFn reduceKernel(weftDataType_t datatype, ReduceKind kind) noexcept {
     case ReduceKind::Prod: return kernelFor<ReduceKind::Prod>(datatype);
     case ReduceKind::Max: return kernelFor<ReduceKind::Max>(datatype);
     case ReduceKind::Min: return kernelFor<ReduceKind::Min>(datatype);
+  }
+  return nullptr;
+}
+
+namespace {
+
+using FoldFn = void (*)(void* dst, const void* const* srcs, size_t count);
+
+// The folds of one datatype and op, by source count (index 2 to 4).
+struct Folds {
+  FoldFn byCount[5];
+  size_t elemSize;
+};
+
+template <template <int> class F>
+constexpr Folds foldsOf(size_t elemSize) {
+  return Folds{{nullptr, nullptr, F<2>::fn, F<3>::fn, F<4>::fn}, elemSize};
+}
+
+template <class T, ReduceKind kKind>
+struct NativeFold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldNative<T, kKind, k>;
+  };
+};
+template <ReduceKind kKind>
+struct Bfloat16Fold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldBfloat16<kKind, k>;
+  };
+};
+template <class Codec, ReduceKind kKind>
+struct NarrowFold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldNarrow<Codec, kKind, k>;
+  };
+};
+template <class Codec, ReduceKind kKind>
+struct Fp8Fold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldFp8<Codec, kKind, k>;
+  };
+};
+#if WEFT_REDUCE_X86
+template <ReduceKind kKind>
+struct HalfF16cFold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldHalfF16c<kKind, k>;
+  };
+};
+#endif
+
+// Sources after the first four are folded in tiles this large, so that dst stays in the L1
+// cache between its passes.
+constexpr size_t kFoldTileBytes = 8 << 10;
+
+template <const Folds& kFolds>
+void reduceMany(void* dst, const void* const* srcs, int nsrcs, size_t count) {
+  const size_t es = kFolds.elemSize;
+  if (nsrcs <= 1) {
+    if (nsrcs == 1 && dst != srcs[0]) std::memcpy(dst, srcs[0], count * es);
+    return;
+  }
+  const size_t tile = nsrcs <= 4 ? count : std::max<size_t>(1, kFoldTileBytes / es);
+  for (size_t at = 0; at < count; at += tile) {
+    const size_t len = std::min(tile, count - at);
+    auto* d = static_cast<uint8_t*>(dst) + at * es;
+    // The first pass folds up to four sources into dst; each next one dst and up to three more.
+    const void* group[4];
+    int done = std::min(nsrcs, 4);
+    for (int k = 0; k < done; ++k) group[k] = static_cast<const uint8_t*>(srcs[k]) + at * es;
+    kFolds.byCount[done](d, group, len);
+    while (done < nsrcs) {
+      const int more = std::min(nsrcs - done, 3);
+      group[0] = d;
+      for (int k = 0; k < more; ++k)
+        group[1 + k] = static_cast<const uint8_t*>(srcs[done + k]) + at * es;
+      kFolds.byCount[1 + more](d, group, len);
+      done += more;
+    }
+  }
+}
+
+template <class T, ReduceKind kKind>
+inline constexpr Folds kNativeFolds = foldsOf<NativeFold<T, kKind>::template F>(sizeof(T));
+template <ReduceKind kKind>
+inline constexpr Folds kBfloat16Folds = foldsOf<Bfloat16Fold<kKind>::template F>(2);
+template <ReduceKind kKind>
+inline constexpr Folds kHalfFolds = foldsOf<NarrowFold<HalfCodec, kKind>::template F>(2);
+#if WEFT_REDUCE_X86
+template <ReduceKind kKind>
+inline constexpr Folds kHalfF16cFolds = foldsOf<HalfF16cFold<kKind>::template F>(2);
+#endif
+template <class Codec, ReduceKind kKind>
+inline constexpr Folds kFp8Folds = foldsOf<Fp8Fold<Codec, kKind>::template F>(1);
+
+template <ReduceKind kKind>
+ReduceManyFn manyKernelFor(weftDataType_t datatype) {
+  switch (datatype) {
+    case weftInt8: return reduceMany<kNativeFolds<int8_t, kKind>>;
+    case weftUint8: return reduceMany<kNativeFolds<uint8_t, kKind>>;
+    case weftInt32: return reduceMany<kNativeFolds<int32_t, kKind>>;
+    case weftUint32: return reduceMany<kNativeFolds<uint32_t, kKind>>;
+    case weftInt64: return reduceMany<kNativeFolds<int64_t, kKind>>;
+    case weftUint64: return reduceMany<kNativeFolds<uint64_t, kKind>>;
+    case weftFloat32: return reduceMany<kNativeFolds<float, kKind>>;
+    case weftFloat64: return reduceMany<kNativeFolds<double, kKind>>;
+    case weftFloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasF16c()) return reduceMany<kHalfF16cFolds<kKind>>;
+#endif
+      return reduceMany<kHalfFolds<kKind>>;
+    case weftBfloat16: return reduceMany<kBfloat16Folds<kKind>>;
+    case weftFloat8e4m3: return reduceMany<kFp8Folds<Fp8e4m3Codec, kKind>>;
+    case weftFloat8e5m2: return reduceMany<kFp8Folds<Fp8e5m2Codec, kKind>>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+ReduceManyFn reduceManyKernel(weftDataType_t datatype, ReduceKind kind) noexcept {
+  switch (kind) {
+    case ReduceKind::Sum: return manyKernelFor<ReduceKind::Sum>(datatype);
+    case ReduceKind::Prod: return manyKernelFor<ReduceKind::Prod>(datatype);
+    case ReduceKind::Max: return manyKernelFor<ReduceKind::Max>(datatype);
+    case ReduceKind::Min: return manyKernelFor<ReduceKind::Min>(datatype);
   }
   return nullptr;
 }

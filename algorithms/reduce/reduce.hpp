@@ -21,6 +21,15 @@ using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count)
 // nullptr for an invalid datatype.
 ReduceFn reduceKernel(weftDataType_t datatype, ReduceKind kind) noexcept;
 
+// dst[i] = (...((srcs[0][i] (op) srcs[1][i]) (op) srcs[2][i]) ...) (op) srcs[nsrcs - 1][i]: the
+// same bits as chaining the ReduceFn left to right (reduced-precision types rounded after every
+// operation), in fewer passes over dst: each pass applies up to three operations, element by
+// element, so dst is written once per three sources instead of once per source. nsrcs >= 1 (1
+// copies); dst may be srcs[0], and no other overlap is allowed.
+using ReduceManyFn = void (*)(void* dst, const void* const* srcs, int nsrcs, size_t count);
+// nullptr for an invalid datatype.
+ReduceManyFn reduceManyKernel(weftDataType_t datatype, ReduceKind kind) noexcept;
+
 // dst[i] = src[i] * scalar, where scalar points to one value of `datatype` (dst may equal src).
 // scale() and divide() write nothing for an invalid datatype.
 void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,

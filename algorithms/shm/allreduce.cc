@@ -85,14 +85,12 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     std::memcpy(slot(me(), s), in + at * es, len * es);
     arrive();
     const uint32_t ready = phase_;
-    uint8_t* dst = out + at * es;
-    waitPeer(0, ready);
-    waitPeer(1, ready);
-    call.reduce(dst, slot(0, s), slot(1, s), len);
-    for (int q = 2; q < n(); ++q) {
+    sources_.clear();
+    for (int q = 0; q < n(); ++q) {
       waitPeer(q, ready);
-      call.reduce(dst, dst, slot(q, s), len);
+      sources_.push_back(slot(q, s));
     }
+    call.reduceMany(out + at * es, sources_.data(), n(), len);
     arrive();
     releaseSlot(s);
   }
@@ -107,9 +105,9 @@ void ShmCollectives::allReduceDirectOneShot(const NativeCall& call) {
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   for (uint64_t at = 0; at < call.count; at += piece) {
     const uint64_t len = std::min(piece, call.count - at);
-    uint8_t* dst = out + at * es;
-    call.reduce(dst, peerInput(0, at * es), peerInput(1, at * es), len);
-    for (int q = 2; q < n(); ++q) call.reduce(dst, dst, peerInput(q, at * es), len);
+    sources_.clear();
+    for (int q = 0; q < n(); ++q) sources_.push_back(peerInput(q, at * es));
+    call.reduceMany(out + at * es, sources_.data(), n(), len);
   }
   // Nobody may leave (and let its caller reuse its input) while a peer still reads it.
   arrive();
@@ -157,10 +155,12 @@ void ShmCollectives::allReduceInline(const NativeCall& call) {
     call.reduce(call.recvbuff, part(0), part(1), call.count);
     return;
   }
+  // (Through a buffer of its own: in place, my input is my output but not the first source.)
   inlineAcc_.resize(bytes);
   uint8_t* acc = inlineAcc_.data();
-  call.reduce(acc, part(0), part(1), call.count);
-  for (int q = 2; q < n(); ++q) call.reduce(acc, acc, part(q), call.count);
+  sources_.clear();
+  for (int q = 0; q < n(); ++q) sources_.push_back(part(q));
+  call.reduceMany(acc, sources_.data(), n(), call.count);
   std::memcpy(call.recvbuff, acc, bytes);
 }
 
@@ -179,8 +179,9 @@ void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
       segment_.hostFlag(0).value.fetch_add(1, std::memory_order_acq_rel) + 1;
   int owner;
   if (arrived == calls * static_cast<uint32_t>(n())) {
-    uint8_t* acc = slot(me(), s);
-    for (int k = 1; k < n(); ++k) call.reduce(acc, acc, slot((me() + k) % n(), s), call.count);
+    sources_.clear();
+    for (int k = 0; k < n(); ++k) sources_.push_back(slot((me() + k) % n(), s));
+    call.reduceMany(slot(me(), s), sources_.data(), n(), call.count);
     owner = me();
     std::memcpy(result.payload, &owner, sizeof owner);
     result.publish(calls);
@@ -219,13 +220,13 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     const Range mine = blockRange(len, n(), me());
     uint8_t* acc = staging + mine.offset * es;
     const uint8_t* own = in + (at + mine.offset) * es;
-    bool first = true;
+    sources_.assign(1, own);
     for (int k = 1; k < n(); ++k) {
       const int q = (me() + k) % n();
       waitPeer(q, ready);
-      call.reduce(acc, first ? own : acc, slot(q, s) + mine.offset * es, mine.count);
-      first = false;
+      sources_.push_back(slot(q, s) + mine.offset * es);
     }
+    call.reduceMany(acc, sources_.data(), n(), mine.count);
     arrive();
     const uint32_t reduced = phase_;
     copyOut(out + (at + mine.offset) * es, acc, mine.count * es, streamed);
@@ -256,21 +257,22 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
     const uint64_t offset = (mine.offset + at) * es;
     uint8_t* acc = out + offset;
     const auto* own = static_cast<const uint8_t*>(call.sendbuff) + offset;
-    for (int k = 1; k < n(); ++k) {
-      const int q = (me() + k) % n();
-      const bool first = k == 1;
-      const uint8_t* theirs;
-      if (path == Path::Direct) {
-        theirs = peerInput(q, offset);
-      } else {
+    if (path == Path::Direct) {
+      // Every input is here at once: folded in one pass per three of them (in place, acc is
+      // own, the first source).
+      sources_.assign(1, own);
+      for (int k = 1; k < n(); ++k) sources_.push_back(peerInput((me() + k) % n(), offset));
+      call.reduceMany(acc, sources_.data(), n(), len);
+    } else {
+      for (int k = 1; k < n(); ++k) {
         // Out of place, the first peer's piece lands in my output: the kernel's copy brings
         // those lines into cache, and the reduction then writes them where they are (into
         // the landing buffer, the output's lines would be read for ownership from memory).
+        const bool first = k == 1;
         uint8_t* to = first && acc != own ? acc : landing.data();
-        copyFromPeer(path, q, offset, to, len * es);
-        theirs = to;
+        copyFromPeer(path, (me() + k) % n(), offset, to, len * es);
+        call.reduce(acc, first ? own : acc, to, len);
       }
-      call.reduce(acc, first ? own : acc, theirs, len);
     }
     // The reduced piece, still in cache, goes straight into every peer's output. Only I
     // read the peers' inputs at my slice, so in place too nothing there is still needed.

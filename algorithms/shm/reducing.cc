@@ -27,18 +27,15 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
       const uint64_t len = std::min(piece, count - at);
       const uint64_t offset = (uint64_t(me()) * count + at) * es;  // my block, in every input
       uint8_t* acc = out + at * es;
-      bool first = true;
+      if (path == Path::Direct) {
+        sources_.assign(1, in + offset);
+        for (int k = 1; k < n(); ++k) sources_.push_back(peerInput((me() + k) % n(), offset));
+        call.reduceMany(acc, sources_.data(), n(), len);
+        continue;
+      }
       for (int k = 1; k < n(); ++k) {
-        const int q = (me() + k) % n();
-        const uint8_t* theirs;
-        if (path == Path::Direct) {
-          theirs = peerInput(q, offset);
-        } else {
-          copyFromPeer(path, q, offset, landing_.data(), len * es);
-          theirs = landing_.data();
-        }
-        call.reduce(acc, first ? in + offset : acc, theirs, len);
-        first = false;
+        copyFromPeer(path, (me() + k) % n(), offset, landing_.data(), len * es);
+        call.reduce(acc, k == 1 ? in + offset : acc, landing_.data(), len);
       }
     }
     arrive();
@@ -60,12 +57,13 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
     uint8_t* dst = out + at * es;
     const uint8_t* own = in + (uint64_t(me()) * count + at) * es;
     const uint64_t mine = uint64_t(me()) * piece * es;
-    if (n() == 1 && dst != own) std::memmove(dst, own, len * es);
+    sources_.assign(1, own);
     for (int k = 1; k < n(); ++k) {
       const int q = (me() + k) % n();
       waitPeer(q, ready);
-      call.reduce(dst, k == 1 ? own : dst, slot(q, s) + mine, len);
+      sources_.push_back(slot(q, s) + mine);
     }
+    call.reduceMany(dst, sources_.data(), n(), len);  // one source: a copy
     if (uint64_t(n() - 1) * len * es <= kReclaimSlotBytes)
       for (int b = 0; b < n(); ++b)
         if (b != me()) reclaimSlot(s ^ 1, b * piece * es, len * es);
@@ -92,11 +90,13 @@ void ShmCollectives::reduce(const NativeCall& call) {
     const uint32_t ready = phase_;
     const Range mine = blockRange(len, n(), me());
     uint8_t* acc = slot(me(), s) + mine.offset * es;
+    sources_.assign(1, acc);
     for (int q = 0; q < n(); ++q) {
       if (q == me()) continue;
       waitPeer(q, ready);
-      call.reduce(acc, acc, slot(q, s) + mine.offset * es, mine.count);
+      sources_.push_back(slot(q, s) + mine.offset * es);
     }
+    call.reduceMany(acc, sources_.data(), n(), mine.count);
     arrive();
     const uint32_t reduced = phase_;
     if (root) {

@@ -39,6 +39,7 @@ struct NativeCall {
   uint64_t count = 0;        // the API's count
   uint32_t elemSize = 1;
   ReduceFn reduce = nullptr; // reducing collectives
+  ReduceManyFn reduceMany = nullptr;  // the same, several sources at a time
   int root = 0;              // local index (the communicator is single-host)
   bool inPlace = false;      // NCCL's in-place form
 };
@@ -218,6 +219,7 @@ class ShmCollectives {
   const WaitContext* wait_ = nullptr;    // of the call running
   std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
   std::vector<uint8_t> inlineAcc_;       // allReduceInline on more than 2 ranks
+  std::vector<const void*> sources_;     // what one reduceMany folds, in order
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
   std::vector<const uint8_t*> peerSend_;  // direct path: peers' buffers, here
   std::vector<uint8_t*> peerRecv_;        // (outputs writable: the direct allreduce writes them)

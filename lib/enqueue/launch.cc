@@ -284,6 +284,7 @@ Prepared prepare(Task& task) {
       call.count = op.count;
       call.elemSize = w.elemSize;
       call.reduce = w.reduce;
+      call.reduceMany = item.reduction.many;
       call.root = op.root;
       call.inPlace = w.buffers.send == op.sendbuff && isInPlace(op, rank, n);
       prepared.natives.push_back({call, w.name});
@@ -400,11 +401,10 @@ bool launchNativeNow(const Submission& s) {
       !comm.tuner().choosesNative(op.collective, comm.overrides(), /*nativeAvailable=*/true))
     return false;
   const int n = comm.nranks(), rank = comm.rank();
-  ReduceFn reduce = nullptr;
+  ReductionPlan reduction;
   if (isReducing(op.collective)) {
-    const ReductionPlan reduction = planReduction(op.op, op.datatype, n, comm.redOps());
+    reduction = planReduction(op.op, op.datatype, n, comm.redOps());
     if (reduction.prescale || reduction.postDivide) return false;  // prepare() scales
-    reduce = reduction.kernel;
   }
   comm.checkUsable();
   PlannedOp planned{op, 0, nullptr};
@@ -427,7 +427,8 @@ bool launchNativeNow(const Submission& s) {
     call.recvbuff = op.recvbuff;
     call.count = op.count;
     call.elemSize = static_cast<uint32_t>(datatypeSize(op.datatype));
-    call.reduce = reduce;
+    call.reduce = reduction.kernel;
+    call.reduceMany = reduction.many;
     call.root = op.root;
     call.inPlace = isInPlace(op, rank, n);
     comm.shm()->run(call, comm.shmWait({&describePlanned, &planned}));

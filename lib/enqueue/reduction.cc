@@ -11,13 +11,17 @@ namespace weft {
 ReductionPlan planReduction(weftRedOp_t op, weftDataType_t datatype, int nranks,
                             const RedOpTable& table) {
   ReductionPlan plan;
+  const auto kernels = [&](ReduceKind kind) {
+    plan.kernel = reduceKernel(datatype, kind);
+    plan.many = reduceManyKernel(datatype, kind);
+  };
   switch (op) {
-    case weftSum: plan.kernel = reduceKernel(datatype, ReduceKind::Sum); return plan;
-    case weftProd: plan.kernel = reduceKernel(datatype, ReduceKind::Prod); return plan;
-    case weftMax: plan.kernel = reduceKernel(datatype, ReduceKind::Max); return plan;
-    case weftMin: plan.kernel = reduceKernel(datatype, ReduceKind::Min); return plan;
+    case weftSum: kernels(ReduceKind::Sum); return plan;
+    case weftProd: kernels(ReduceKind::Prod); return plan;
+    case weftMax: kernels(ReduceKind::Max); return plan;
+    case weftMin: kernels(ReduceKind::Min); return plan;
     case weftAvg:
-      plan.kernel = reduceKernel(datatype, ReduceKind::Sum);
+      kernels(ReduceKind::Sum);
       if (isFloatingPoint(datatype)) {
         plan.prescale = true;
         reciprocal(plan.scalar.data(), datatype, nranks);
@@ -36,7 +40,7 @@ ReductionPlan planReduction(weftRedOp_t op, weftDataType_t datatype, int nranks,
   if (custom->datatype != datatype)
     fail(weftInvalidArgument, "op={} was created for datatype {} but is used with {}",
          static_cast<int>(op), datatypeName(custom->datatype), datatypeName(datatype));
-  plan.kernel = reduceKernel(datatype, ReduceKind::Sum);
+  kernels(ReduceKind::Sum);
   plan.prescale = true;
   std::memcpy(plan.scalar.data(), custom->scalar(), datatypeSize(datatype));
   return plan;

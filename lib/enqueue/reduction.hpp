@@ -15,6 +15,7 @@ class RedOpTable;
 
 struct ReductionPlan {
   ReduceFn kernel = nullptr;
+  ReduceManyFn many = nullptr;  // the same operation over several sources in one pass
   bool prescale = false;
   std::array<uint8_t, 8> scalar{};  // one element of the datatype
   int postDivide = 0;               // 0: none

@@ -359,6 +359,81 @@ TEST_CASE(
   });
 }
 
+// reduceManyKernel over `sources` inputs of n elements, `offset` into their buffers, into dst ==
+// the first source or a buffer of its own; every output element against the plain reference
+// folded left to right, and nothing outside the output range written.
+template <class Ty>
+void checkManyCall(ReduceKind k, int sources, size_t n, bool intoFirst, size_t offset, Rng& rng,
+                   Mismatches& bad) {
+  using S = typename Ty::Storage;
+  const size_t total = offset + n + kGuard;
+  std::vector<std::vector<S>> in;
+  for (int j = 0; j < sources; ++j) in.push_back(randomVector<S>(total, rng, Ty::random));
+  std::vector<S> out = randomVector<S>(total, rng, Ty::random);
+  const std::vector<std::vector<S>> in0 = in;
+  const std::vector<S> out0 = out;
+  std::vector<const void*> srcs;
+  for (auto& v : in) srcs.push_back(v.data() + offset);
+  S* dst = intoFirst ? in[0].data() + offset : out.data() + offset;
+
+  ReduceManyFn fn = reduceManyKernel(Ty::kType, k);
+  REQUIRE(fn != nullptr);
+  fn(dst, srcs.data(), sources, n);
+
+  const std::string where = std::string(datatypeName(Ty::kType)) + " " + kindName(k) + " " +
+                            std::to_string(sources) + " sources n=" + std::to_string(n) +
+                            (intoFirst ? " into the first" : " out of place") +
+                            " offset=" + std::to_string(offset);
+  for (size_t i = 0; i < n; ++i) {
+    S want = in0[0][offset + i];
+    for (int j = 1; j < sources; ++j) want = Ty::reference(k, want, in0[j][offset + i]);
+    if (!Ty::same(dst[i], want)) {
+      bad.add(where + ": element " + std::to_string(i) + " gave " + Ty::show(dst[i]) +
+              ", expected " + Ty::show(want));
+    }
+  }
+  for (int j = -1; j < sources; ++j) {
+    const std::vector<S>& now = j < 0 ? out : in[j];
+    const std::vector<S>& before = j < 0 ? out0 : in0[j];
+    const bool written = intoFirst ? j == 0 : j < 0;
+    for (size_t i = 0; i < total; ++i) {
+      const bool inRange = written && i >= offset && i < offset + n;
+      if (!inRange && std::memcmp(&now[i], &before[i], sizeof(S)) != 0)
+        bad.add(where + ": wrote outside the output range at index " + std::to_string(i));
+    }
+  }
+}
+
+TEST_CASE(
+    "every datatype x op reduceManyKernel folds 1 to 9 sources left to right as the plain "
+    "reference does, past its tile size, into the first source or out of place, aligned or not") {
+  Rng rng(20261203);
+  forEveryType([&](auto type) {
+    using Ty = decltype(type);
+    Mismatches bad;
+    for (ReduceKind k : kKinds) {
+      for (int sources = 1; sources <= 9; ++sources) {
+        // 9001 elements: more than one 8 KiB tile of even 1-byte types.
+        for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{9001}}) {
+          for (bool intoFirst : {false, true}) {
+            for (size_t offset : {0, 1})
+              checkManyCall<Ty>(k, sources, n, intoFirst, offset, rng, bad);
+          }
+        }
+      }
+    }
+    INFO(datatypeName(Ty::kType));
+    CHECK(bad.count == 0);
+  });
+}
+
+TEST_CASE("reduceManyKernel returns null for datatypes -1 and 12") {
+  for (ReduceKind k : kKinds) {
+    CHECK(reduceManyKernel(static_cast<weftDataType_t>(-1), k) == nullptr);
+    CHECK(reduceManyKernel(static_cast<weftDataType_t>(12), k) == nullptr);
+  }
+}
+
 TEST_CASE("reduceKernel returns null for datatypes -1 and 12") {
   for (ReduceKind k : kKinds) {
     CHECK(reduceKernel(static_cast<weftDataType_t>(-1), k) == nullptr);
