@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -411,14 +412,24 @@ void divideInteger(void* dst, const void* src, size_t count, int divisor) {
 // --- half precision with F16C -----------------------------------------------------------------
 
 #if WEFT_REDUCE_X86
+// WEFT_REDUCE_HALF_EXTENSIONS=0 leaves F16C and AVX512-BF16 unused, as on a CPU without them
+// (the tests run the kernels both ways).
+bool halfExtensionsAllowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("WEFT_REDUCE_HALF_EXTENSIONS");
+    return !v || std::strcmp(v, "0") != 0;
+  }();
+  return allowed;
+}
+
 // Checked once; the answer picks function pointers, not branches inside loops.
 // (cpuid rather than __builtin_cpu_supports("f16c"), which clang does not know; "avx" includes
 // the check that the OS saves the YMM registers.)
 bool cpuHasF16c() {
   static const bool has = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
-           (ecx & bit_F16C) != 0;
+    return halfExtensionsAllowed() && __builtin_cpu_supports("avx") &&
+           __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
   }();
   return has;
 }
@@ -498,6 +509,107 @@ __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src,
   }
   mapNarrow<HalfCodec>(d + i, s + i, count - i, [v](float x) { return kDivide ? x / v : x * v; });
 }
+
+// --- bfloat16 with AVX512-BF16 ----------------------------------------------------------------
+//
+// VCVTNEPS2BF16 rounds to nearest even and quiets NaNs exactly as Bfloat16Codec::encode, but
+// flushes float subnormals to zero, where encode rounds them to bfloat16 subnormals: lanes whose
+// float has a zero exponent are redone with encode's integer arithmetic (rare: the sum of two
+// bfloat16 numbers is a float subnormal only when it is below 2^-126). 16 elements a step,
+// where GCC's own vectorisation of reduceBfloat16 does 16 in about 50 instructions.
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*, which -Wmaybe-uninitialized
+// mistakes for a read of an uninitialised variable once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+bool cpuHasAvx512Bf16() {
+  static const bool has = halfExtensionsAllowed() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+#define WEFT_BF16_TARGET __attribute__((target("avx512f,avx512bf16"), always_inline))
+
+// The vector form of combine<kKind, float>, with the same NaN and signed-zero results.
+template <ReduceKind kKind>
+WEFT_BF16_TARGET inline __m512 combine16(__m512 a, __m512 b) {
+  if constexpr (kKind == ReduceKind::Sum) return _mm512_add_ps(a, b);
+  if constexpr (kKind == ReduceKind::Prod) return _mm512_mul_ps(a, b);
+  // _mm512_max_ps(b, a) is "b > a ? b : a"; a NaN a must still give b.
+  const __mmask16 aIsNan = _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+  if constexpr (kKind == ReduceKind::Max)
+    return _mm512_mask_blend_ps(aIsNan, _mm512_max_ps(b, a), b);
+  if constexpr (kKind == ReduceKind::Min)
+    return _mm512_mask_blend_ps(aIsNan, _mm512_min_ps(b, a), b);
+}
+
+WEFT_BF16_TARGET inline __m512 loadBf16x16(const uint16_t* p) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+// 16 floats rounded to bfloat16 as Bfloat16Codec::encode does, in the 16-bit lanes of the result.
+WEFT_BF16_TARGET inline __m256i encodeBf16x16(__m512 v) {
+  const __m256i converted = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+  const __m512i bits = _mm512_castps_si512(v);
+  const __mmask16 tiny = _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7f800000));
+  if (tiny == 0) return converted;
+  // Zero or subnormal: (bits + 0x7fff + lsb) >> 16, as encode (no NaN has a zero exponent).
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __m512i merged = _mm512_mask_blend_epi32(tiny, _mm512_cvtepu16_epi32(converted), rounded);
+  return _mm512_cvtepi32_epi16(merged);
+}
+
+// v rounded to bfloat16 and back: the value a binary kernel would have stored.
+WEFT_BF16_TARGET inline __m512 roundBf16x16(__m512 v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(encodeBf16x16(v)), 16));
+}
+
+template <ReduceKind kKind>
+__attribute__((target("avx512f,avx512bf16"))) void reduceBfloat16Avx512(void* dst, const void* a,
+                                                                        const void* b,
+                                                                        size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+  // Both inputs are loaded before the store, so dst == a or dst == b is safe.
+  for (; i + 16 <= count; i += 16) {
+    const __m256i r = encodeBf16x16(combine16<kKind>(loadBf16x16(x + i), loadBf16x16(y + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), r);
+  }
+  reduceBfloat16<kKind>(d + i, x + i, y + i, count - i);
+}
+
+template <ReduceKind kKind, int kSources>
+__attribute__((target("avx512f,avx512bf16"))) void foldBfloat16Avx512(void* dst,
+                                                                      const void* const* srcs,
+                                                                      size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
+  const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
+  const auto* x2 = static_cast<const uint16_t*>(srcs[kSources > 2 ? 2 : 1]);
+  const auto* x3 = static_cast<const uint16_t*>(srcs[kSources > 3 ? 3 : 1]);
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    __m512 v = combine16<kKind>(loadBf16x16(x0 + i), loadBf16x16(x1 + i));
+    if constexpr (kSources > 2) v = combine16<kKind>(roundBf16x16(v), loadBf16x16(x2 + i));
+    if constexpr (kSources > 3) v = combine16<kKind>(roundBf16x16(v), loadBf16x16(x3 + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), encodeBf16x16(v));
+  }
+  const void* rest[kSources];
+  for (int k = 0; k < kSources; ++k) rest[k] = static_cast<const uint16_t*>(srcs[k]) + i;
+  foldBfloat16<kKind, kSources>(d + i, rest, count - i);
+}
+#undef WEFT_BF16_TARGET
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 // --- dispatch ------------------------------------------------------------------------------------
@@ -518,7 +630,11 @@ ReduceFn kernelFor(weftDataType_t datatype) {
       if (cpuHasF16c()) return reduceHalfF16c<kKind>;
 #endif
       return reduceNarrow<HalfCodec, kKind>;
-    case weftBfloat16: return reduceBfloat16<kKind>;
+    case weftBfloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Bf16()) return reduceBfloat16Avx512<kKind>;
+#endif
+      return reduceBfloat16<kKind>;
     case weftFloat8e4m3: return reduceFp8<Fp8e4m3Codec, kKind>;
     case weftFloat8e5m2: return reduceFp8<Fp8e5m2Codec, kKind>;
     default: return nullptr;
@@ -616,6 +732,13 @@ struct HalfF16cFold {
     static constexpr FoldFn fn = foldHalfF16c<kKind, k>;
   };
 };
+template <ReduceKind kKind>
+struct Bfloat16Avx512Fold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldBfloat16Avx512<kKind, k>;
+  };
+};
 #endif
 
 // Sources after the first four are folded in tiles this large, so that dst stays in the L1
@@ -658,6 +781,8 @@ inline constexpr Folds kHalfFolds = foldsOf<NarrowFold<HalfCodec, kKind>::templa
 #if WEFT_REDUCE_X86
 template <ReduceKind kKind>
 inline constexpr Folds kHalfF16cFolds = foldsOf<HalfF16cFold<kKind>::template F>(2);
+template <ReduceKind kKind>
+inline constexpr Folds kBfloat16Avx512Folds = foldsOf<Bfloat16Avx512Fold<kKind>::template F>(2);
 #endif
 template <class Codec, ReduceKind kKind>
 inline constexpr Folds kFp8Folds = foldsOf<Fp8Fold<Codec, kKind>::template F>(1);
@@ -678,7 +803,11 @@ ReduceManyFn manyKernelFor(weftDataType_t datatype) {
       if (cpuHasF16c()) return reduceMany<kHalfF16cFolds<kKind>>;
 #endif
       return reduceMany<kHalfFolds<kKind>>;
-    case weftBfloat16: return reduceMany<kBfloat16Folds<kKind>>;
+    case weftBfloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Bf16()) return reduceMany<kBfloat16Avx512Folds<kKind>>;
+#endif
+      return reduceMany<kBfloat16Folds<kKind>>;
     case weftFloat8e4m3: return reduceMany<kFp8Folds<Fp8e4m3Codec, kKind>>;
     case weftFloat8e5m2: return reduceMany<kFp8Folds<Fp8e5m2Codec, kKind>>;
     default: return nullptr;
