@@ -529,11 +529,12 @@ __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src,
 
 bool cpuHasAvx512Bf16() {
   static const bool has = halfExtensionsAllowed() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512bf16");
   return has;
 }
 
-#define WEFT_BF16_TARGET __attribute__((target("avx512f,avx512bf16"), always_inline))
+#define WEFT_BF16_TARGET __attribute__((target("avx512f,avx512dq,avx512bf16"), always_inline))
 
 // The vector form of combine<kKind, float>, with the same NaN and signed-zero results.
 template <ReduceKind kKind>
@@ -557,9 +558,11 @@ WEFT_BF16_TARGET inline __m512 loadBf16x16(const uint16_t* p) {
 WEFT_BF16_TARGET inline __m256i encodeBf16x16(__m512 v) {
   const __m256i converted = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
   const __m512i bits = _mm512_castps_si512(v);
-  const __mmask16 tiny = _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7f800000));
+  // Subnormal (VFPCLASSPS, class bit 5): not zero, whose sign the instruction keeps as encode
+  // does (zeros are common, and would take the slow lane every time).
+  const __mmask16 tiny = _mm512_fpclass_ps_mask(v, 0x20);
   if (tiny == 0) return converted;
-  // Zero or subnormal: (bits + 0x7fff + lsb) >> 16, as encode (no NaN has a zero exponent).
+  // (bits + 0x7fff + lsb) >> 16, as encode (no NaN has a zero exponent).
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
   const __m512i rounded = _mm512_srli_epi32(
       _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb), 16);
@@ -573,9 +576,10 @@ WEFT_BF16_TARGET inline __m512 roundBf16x16(__m512 v) {
 }
 
 template <ReduceKind kKind>
-__attribute__((target("avx512f,avx512bf16"))) void reduceBfloat16Avx512(void* dst, const void* a,
-                                                                        const void* b,
-                                                                        size_t count) {
+__attribute__((target("avx512f,avx512dq,avx512bf16"))) void reduceBfloat16Avx512(void* dst,
+                                                                                 const void* a,
+                                                                                 const void* b,
+                                                                                 size_t count) {
   auto* d = static_cast<uint16_t*>(dst);
   const auto* x = static_cast<const uint16_t*>(a);
   const auto* y = static_cast<const uint16_t*>(b);
@@ -589,9 +593,8 @@ __attribute__((target("avx512f,avx512bf16"))) void reduceBfloat16Avx512(void* ds
 }
 
 template <ReduceKind kKind, int kSources>
-__attribute__((target("avx512f,avx512bf16"))) void foldBfloat16Avx512(void* dst,
-                                                                      const void* const* srcs,
-                                                                      size_t count) {
+__attribute__((target("avx512f,avx512dq,avx512bf16"))) void foldBfloat16Avx512(
+    void* dst, const void* const* srcs, size_t count) {
   auto* d = static_cast<uint16_t*>(dst);
   const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
   const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
@@ -607,6 +610,24 @@ __attribute__((target("avx512f,avx512bf16"))) void foldBfloat16Avx512(void* dst,
   const void* rest[kSources];
   for (int k = 0; k < kSources; ++k) rest[k] = static_cast<const uint16_t*>(srcs[k]) + i;
   foldBfloat16<kKind, kSources>(d + i, rest, count - i);
+}
+// dst[i] = src[i] * v, or src[i] / v when kDivide (in float, rounded once).
+template <bool kDivide>
+__attribute__((target("avx512f,avx512dq,avx512bf16"))) void mapBfloat16Avx512(void* dst,
+                                                                              const void* src,
+                                                                              size_t count,
+                                                                              float v) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* s = static_cast<const uint16_t*>(src);
+  const __m512 vv = _mm512_set1_ps(v);
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m512 x = loadBf16x16(s + i);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i),
+                        encodeBf16x16(kDivide ? _mm512_div_ps(x, vv) : _mm512_mul_ps(x, vv)));
+  }
+  mapNarrow<Bfloat16Codec>(d + i, s + i, count - i,
+                           [v](float x) { return kDivide ? x / v : x * v; });
 }
 #undef WEFT_BF16_TARGET
 #if defined(__GNUC__) && !defined(__clang__)
@@ -847,8 +868,13 @@ void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,
 #endif
       return mapNarrow<HalfCodec>(dst, src, count, times(s));
     }
-    case weftBfloat16:
-      return mapNarrow<Bfloat16Codec>(dst, src, count, times(decodeScalar<Bfloat16Codec>(scalar)));
+    case weftBfloat16: {
+      const float s = decodeScalar<Bfloat16Codec>(scalar);
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Bf16()) return mapBfloat16Avx512<false>(dst, src, count, s);
+#endif
+      return mapNarrow<Bfloat16Codec>(dst, src, count, times(s));
+    }
     case weftFloat8e4m3:
       return mapNarrow<Fp8e4m3Codec>(dst, src, count, times(decodeScalar<Fp8e4m3Codec>(scalar)));
     case weftFloat8e5m2:
@@ -875,7 +901,11 @@ void divide(void* dst, const void* src, size_t count, weftDataType_t datatype,
       if (cpuHasF16c()) return mapHalfF16c<true>(dst, src, count, f);
 #endif
       return mapNarrow<HalfCodec>(dst, src, count, over);
-    case weftBfloat16: return mapNarrow<Bfloat16Codec>(dst, src, count, over);
+    case weftBfloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Bf16()) return mapBfloat16Avx512<true>(dst, src, count, f);
+#endif
+      return mapNarrow<Bfloat16Codec>(dst, src, count, over);
     case weftFloat8e4m3: return mapNarrow<Fp8e4m3Codec>(dst, src, count, over);
     case weftFloat8e5m2: return mapNarrow<Fp8e5m2Codec>(dst, src, count, over);
     default: return;
