@@ -184,13 +184,26 @@ void reduceFp8(void* dst, const void* a, const void* b, size_t count) {
 // for the first k sources, rounding after every operation as the binary kernels do. Every source
 // element is read before dst[i] is written, so dst == srcs[0] is safe.
 
+// The first four sources as S*; those past kSources alias srcs[1] and are never read.
+template <class S, int kSources>
+[[gnu::always_inline]] inline std::array<const S*, 4> foldSources(const void* const* srcs) {
+  return {static_cast<const S*>(srcs[0]), static_cast<const S*>(srcs[1]),
+          static_cast<const S*>(srcs[kSources > 2 ? 2 : 1]),
+          static_cast<const S*>(srcs[kSources > 3 ? 3 : 1])};
+}
+
+// The sources `done` elements on: where a vector loop hands the tail to a scalar one.
+template <class S, int kSources>
+std::array<const void*, kSources> foldTail(const void* const* srcs, size_t done) {
+  std::array<const void*, kSources> rest;
+  for (int k = 0; k < kSources; ++k) rest[k] = static_cast<const S*>(srcs[k]) + done;
+  return rest;
+}
+
 template <class T, ReduceKind kKind, int kSources>
 WEFT_MULTIVERSION WEFT_VECTORIZE void foldNative(void* dst, const void* const* srcs, size_t count) {
   T* d = static_cast<T*>(dst);
-  const T* x0 = static_cast<const T*>(srcs[0]);
-  const T* x1 = static_cast<const T*>(srcs[1]);
-  const T* x2 = static_cast<const T*>(srcs[kSources > 2 ? 2 : 1]);
-  const T* x3 = static_cast<const T*>(srcs[kSources > 3 ? 3 : 1]);
+  const auto [x0, x1, x2, x3] = foldSources<T, kSources>(srcs);
   for (size_t i = 0; i < count; ++i) {
     T v = combine<kKind>(x0[i], x1[i]);
     if constexpr (kSources > 2) v = combine<kKind>(v, x2[i]);
@@ -204,10 +217,7 @@ WEFT_MULTIVERSION WEFT_VECTORIZE void foldBfloat16(void* dst, const void* const*
                                                    size_t count) {
   using C = Bfloat16Codec;
   auto* d = static_cast<uint16_t*>(dst);
-  const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
-  const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
-  const auto* x2 = static_cast<const uint16_t*>(srcs[kSources > 2 ? 2 : 1]);
-  const auto* x3 = static_cast<const uint16_t*>(srcs[kSources > 3 ? 3 : 1]);
+  const auto [x0, x1, x2, x3] = foldSources<uint16_t, kSources>(srcs);
   for (size_t i = 0; i < count; ++i) {
     uint16_t v = C::encode(combine<kKind>(C::decode(x0[i]), C::decode(x1[i])));
     if constexpr (kSources > 2) v = C::encode(combine<kKind>(C::decode(v), C::decode(x2[i])));
@@ -481,10 +491,7 @@ template <ReduceKind kKind, int kSources>
 __attribute__((target("avx,f16c"))) void foldHalfF16c(void* dst, const void* const* srcs,
                                                       size_t count) {
   auto* d = static_cast<uint16_t*>(dst);
-  const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
-  const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
-  const auto* x2 = static_cast<const uint16_t*>(srcs[kSources > 2 ? 2 : 1]);
-  const auto* x3 = static_cast<const uint16_t*>(srcs[kSources > 3 ? 3 : 1]);
+  const auto [x0, x1, x2, x3] = foldSources<uint16_t, kSources>(srcs);
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     __m256 v = combine8<kKind>(loadHalf8(x0 + i), loadHalf8(x1 + i));
@@ -492,9 +499,8 @@ __attribute__((target("avx,f16c"))) void foldHalfF16c(void* dst, const void* con
     if constexpr (kSources > 3) v = combine8<kKind>(roundToHalf8(v), loadHalf8(x3 + i));
     storeHalf8(d + i, v);
   }
-  const void* rest[kSources];
-  for (int k = 0; k < kSources; ++k) rest[k] = static_cast<const uint16_t*>(srcs[k]) + i;
-  foldNarrow<HalfCodec, kKind, kSources>(d + i, rest, count - i);
+  const auto rest = foldTail<uint16_t, kSources>(srcs, i);
+  foldNarrow<HalfCodec, kKind, kSources>(d + i, rest.data(), count - i);
 }
 
 // dst[i] = src[i] * v, or src[i] / v when kDivide.
@@ -596,10 +602,7 @@ template <ReduceKind kKind, int kSources>
 __attribute__((target("avx512f,avx512dq,avx512bf16"))) void foldBfloat16Avx512(
     void* dst, const void* const* srcs, size_t count) {
   auto* d = static_cast<uint16_t*>(dst);
-  const auto* x0 = static_cast<const uint16_t*>(srcs[0]);
-  const auto* x1 = static_cast<const uint16_t*>(srcs[1]);
-  const auto* x2 = static_cast<const uint16_t*>(srcs[kSources > 2 ? 2 : 1]);
-  const auto* x3 = static_cast<const uint16_t*>(srcs[kSources > 3 ? 3 : 1]);
+  const auto [x0, x1, x2, x3] = foldSources<uint16_t, kSources>(srcs);
   size_t i = 0;
   for (; i + 16 <= count; i += 16) {
     __m512 v = combine16<kKind>(loadBf16x16(x0 + i), loadBf16x16(x1 + i));
@@ -607,9 +610,8 @@ __attribute__((target("avx512f,avx512dq,avx512bf16"))) void foldBfloat16Avx512(
     if constexpr (kSources > 3) v = combine16<kKind>(roundBf16x16(v), loadBf16x16(x3 + i));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), encodeBf16x16(v));
   }
-  const void* rest[kSources];
-  for (int k = 0; k < kSources; ++k) rest[k] = static_cast<const uint16_t*>(srcs[k]) + i;
-  foldBfloat16<kKind, kSources>(d + i, rest, count - i);
+  const auto rest = foldTail<uint16_t, kSources>(srcs, i);
+  foldBfloat16<kKind, kSources>(d + i, rest.data(), count - i);
 }
 // dst[i] = src[i] * v, or src[i] / v when kDivide (in float, rounded once).
 template <bool kDivide>
