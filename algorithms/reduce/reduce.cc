@@ -422,14 +422,27 @@ void divideInteger(void* dst, const void* src, size_t count, int divisor) {
 // --- half precision with F16C -----------------------------------------------------------------
 
 #if WEFT_REDUCE_X86
-// WEFT_REDUCE_HALF_EXTENSIONS=0 leaves F16C and AVX512-BF16 unused, as on a CPU without them
-// (the tests run the kernels both ways).
-bool halfExtensionsAllowed() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("WEFT_REDUCE_HALF_EXTENSIONS");
-    return !v || std::strcmp(v, "0") != 0;
+// The newest instructions the half and bfloat16 kernels may use, from WEFT_REDUCE_HALF_ISA:
+// avx512 (the default: AVX512-FP16 for half, AVX512-BF16 for bfloat16, where the CPU has them),
+// f16c (F16C for half; bfloat16's compiler-vectorised loop), none (the compiler-vectorised
+// and scalar loops). The tests run the kernels each way; anything else counts as avx512.
+enum class HalfIsa { None, F16c, Avx512 };
+
+HalfIsa halfIsaAllowed() {
+  static const HalfIsa allowed = [] {
+    const char* v = std::getenv("WEFT_REDUCE_HALF_ISA");
+    if (v && std::strcmp(v, "none") == 0) return HalfIsa::None;
+    if (v && std::strcmp(v, "f16c") == 0) return HalfIsa::F16c;
+    return HalfIsa::Avx512;
   }();
   return allowed;
+}
+
+bool halfExtensionsAllowed() {
+  return halfIsaAllowed() != HalfIsa::None;
+}
+bool avx512HalfAllowed() {
+  return halfIsaAllowed() == HalfIsa::Avx512;
 }
 
 // Checked once; the answer picks function pointers, not branches inside loops.
@@ -518,6 +531,97 @@ __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src,
   mapNarrow<HalfCodec>(d + i, s + i, count - i, [v](float x) { return kDivide ? x / v : x * v; });
 }
 
+// --- half with AVX512-FP16 ----------------------------------------------------------------------
+//
+// Native half arithmetic, 32 elements a step. It gives the bits of the float path (compute in
+// float, round to half once): a product of two halves is exact in float, and a float sum rounded
+// again to half is the correctly rounded half sum, since float's 24 bits are at least 2 x 11 + 2
+// (double rounding through such a format is innocuous for +, -, x and /). Max and min select.
+// Subnormal halves are computed in full (MXCSR's DAZ and FTZ are clear); NaNs stay NaNs.
+
+// CPUID.(EAX=7, ECX=0):EDX bit 23 (GCC 12's __builtin_cpu_supports("avx512fp16") says no on
+// the build machine, whose CPU has it); "avx512bw" includes the OS's check for the ZMM state.
+bool cpuHasAvx512Fp16() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return avx512HalfAllowed() && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 23)) != 0;
+  }();
+  return has;
+}
+
+#define WEFT_FP16_TARGET __attribute__((target("avx512fp16,avx512bw,avx512vl"), always_inline))
+
+template <ReduceKind kKind>
+WEFT_FP16_TARGET inline __m512h combine32(__m512h a, __m512h b) {
+  if constexpr (kKind == ReduceKind::Sum) return _mm512_add_ph(a, b);
+  if constexpr (kKind == ReduceKind::Prod) return _mm512_mul_ph(a, b);
+  // _mm512_max_ph(b, a) is "b > a ? b : a"; a NaN a must still give b.
+  const __mmask32 aIsNan = _mm512_cmp_ph_mask(a, a, _CMP_UNORD_Q);
+  const __m512h m = kKind == ReduceKind::Max ? _mm512_max_ph(b, a) : _mm512_min_ph(b, a);
+  const __m512h r = _mm512_mask_blend_ph(aIsNan, m, b);
+  // A selected NaN comes out quiet, as from the float path (whose conversion back quiets it).
+  const __mmask32 rIsNan = _mm512_cmp_ph_mask(r, r, _CMP_UNORD_Q);
+  const __m512i bits = _mm512_castph_si512(r);
+  return _mm512_castsi512_ph(
+      _mm512_mask_blend_epi16(rIsNan, bits, _mm512_or_si512(bits, _mm512_set1_epi16(0x0200))));
+}
+
+WEFT_FP16_TARGET inline __m512h loadHalf32(const uint16_t* p) {
+  return _mm512_castsi512_ph(_mm512_loadu_si512(p));
+}
+
+WEFT_FP16_TARGET inline void storeHalf32(uint16_t* p, __m512h v) {
+  _mm512_storeu_si512(p, _mm512_castph_si512(v));
+}
+
+template <ReduceKind kKind>
+__attribute__((target("avx512fp16,avx512bw,avx512vl"))) void reduceHalfAvx512(void* dst,
+                                                                              const void* a,
+                                                                              const void* b,
+                                                                              size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+  // Both inputs are loaded before the store, so dst == a or dst == b is safe.
+  for (; i + 32 <= count; i += 32)
+    storeHalf32(d + i, combine32<kKind>(loadHalf32(x + i), loadHalf32(y + i)));
+  reduceHalfF16c<kKind>(d + i, x + i, y + i, count - i);
+}
+
+template <ReduceKind kKind, int kSources>
+__attribute__((target("avx512fp16,avx512bw,avx512vl"))) void foldHalfAvx512(void* dst,
+                                                                            const void* const* srcs,
+                                                                            size_t count) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto [x0, x1, x2, x3] = foldSources<uint16_t, kSources>(srcs);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    __m512h v = combine32<kKind>(loadHalf32(x0 + i), loadHalf32(x1 + i));
+    if constexpr (kSources > 2) v = combine32<kKind>(v, loadHalf32(x2 + i));
+    if constexpr (kSources > 3) v = combine32<kKind>(v, loadHalf32(x3 + i));
+    storeHalf32(d + i, v);
+  }
+  const auto rest = foldTail<uint16_t, kSources>(srcs, i);
+  foldHalfF16c<kKind, kSources>(d + i, rest.data(), count - i);
+}
+
+// dst[i] = src[i] * v (v a half value: the product is exact in float, so one rounding either way).
+__attribute__((target("avx512fp16,avx512bw,avx512vl"))) void scaleHalfAvx512(void* dst,
+                                                                             const void* src,
+                                                                             size_t count,
+                                                                             uint16_t v) {
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* s = static_cast<const uint16_t*>(src);
+  const __m512h vv = _mm512_castsi512_ph(_mm512_set1_epi16(static_cast<short>(v)));
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) storeHalf32(d + i, _mm512_mul_ph(loadHalf32(s + i), vv));
+  mapHalfF16c<false>(d + i, s + i, count - i, HalfCodec::decode(v));
+}
+#undef WEFT_FP16_TARGET
+
 // --- bfloat16 with AVX512-BF16 ----------------------------------------------------------------
 //
 // VCVTNEPS2BF16 rounds to nearest even and quiets NaNs exactly as Bfloat16Codec::encode, but
@@ -534,7 +638,7 @@ __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src,
 #endif
 
 bool cpuHasAvx512Bf16() {
-  static const bool has = halfExtensionsAllowed() && __builtin_cpu_supports("avx512f") &&
+  static const bool has = avx512HalfAllowed() && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512bf16");
   return has;
@@ -652,6 +756,7 @@ ReduceFn kernelFor(weftDataType_t datatype) {
     case weftFloat64: return reduceNative<double, kKind>;
     case weftFloat16:
 #if WEFT_REDUCE_X86
+      if (cpuHasAvx512Fp16()) return reduceHalfAvx512<kKind>;
       if (cpuHasF16c()) return reduceHalfF16c<kKind>;
 #endif
       return reduceNarrow<HalfCodec, kKind>;
@@ -758,6 +863,13 @@ struct HalfF16cFold {
   };
 };
 template <ReduceKind kKind>
+struct HalfAvx512Fold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldHalfAvx512<kKind, k>;
+  };
+};
+template <ReduceKind kKind>
 struct Bfloat16Avx512Fold {
   template <int k>
   struct F {
@@ -807,6 +919,8 @@ inline constexpr Folds kHalfFolds = foldsOf<NarrowFold<HalfCodec, kKind>::templa
 template <ReduceKind kKind>
 inline constexpr Folds kHalfF16cFolds = foldsOf<HalfF16cFold<kKind>::template F>(2);
 template <ReduceKind kKind>
+inline constexpr Folds kHalfAvx512Folds = foldsOf<HalfAvx512Fold<kKind>::template F>(2);
+template <ReduceKind kKind>
 inline constexpr Folds kBfloat16Avx512Folds = foldsOf<Bfloat16Avx512Fold<kKind>::template F>(2);
 #endif
 template <class Codec, ReduceKind kKind>
@@ -825,6 +939,7 @@ ReduceManyFn manyKernelFor(weftDataType_t datatype) {
     case weftFloat64: return reduceMany<kNativeFolds<double, kKind>>;
     case weftFloat16:
 #if WEFT_REDUCE_X86
+      if (cpuHasAvx512Fp16()) return reduceMany<kHalfAvx512Folds<kKind>>;
       if (cpuHasF16c()) return reduceMany<kHalfF16cFolds<kKind>>;
 #endif
       return reduceMany<kHalfFolds<kKind>>;
@@ -866,6 +981,7 @@ void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,
     case weftFloat16: {
       const float s = decodeScalar<HalfCodec>(scalar);
 #if WEFT_REDUCE_X86
+      if (cpuHasAvx512Fp16()) return scaleHalfAvx512(dst, src, count, load<uint16_t>(scalar));
       if (cpuHasF16c()) return mapHalfF16c<false>(dst, src, count, s);
 #endif
       return mapNarrow<HalfCodec>(dst, src, count, times(s));
