@@ -422,10 +422,11 @@ void divideInteger(void* dst, const void* src, size_t count, int divisor) {
 // --- half precision with F16C -----------------------------------------------------------------
 
 #if WEFT_REDUCE_X86
-// The newest instructions the half and bfloat16 kernels may use, from WEFT_REDUCE_HALF_ISA:
-// avx512 (the default: AVX512-FP16 for half, AVX512-BF16 for bfloat16, where the CPU has them),
-// f16c (F16C for half; bfloat16's compiler-vectorised loop), none (the compiler-vectorised
-// and scalar loops). The tests run the kernels each way; anything else counts as avx512.
+// The newest instructions the half, bfloat16 and fp8 E5M2 kernels may use, from
+// WEFT_REDUCE_HALF_ISA: avx512 (the default: AVX512-FP16 for half and E5M2, AVX512-BF16 for
+// bfloat16, where the CPU has them), f16c (F16C for half; bfloat16's compiler-vectorised loop,
+// E5M2's table), none (those loops and tables, half's too). The tests run the kernels each way;
+// anything else counts as avx512.
 enum class HalfIsa { None, F16c, Avx512 };
 
 HalfIsa halfIsaAllowed() {
@@ -531,6 +532,13 @@ __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src,
   mapNarrow<HalfCodec>(d + i, s + i, count - i, [v](float x) { return kDivide ? x / v : x * v; });
 }
 
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*, which -Wmaybe-uninitialized
+// mistakes for a read of an uninitialised variable once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 // --- half with AVX512-FP16 ----------------------------------------------------------------------
 //
 // Native half arithmetic, 32 elements a step. It gives the bits of the float path (compute in
@@ -620,6 +628,70 @@ __attribute__((target("avx512fp16,avx512bw,avx512vl"))) void scaleHalfAvx512(voi
   for (; i + 32 <= count; i += 32) storeHalf32(d + i, _mm512_mul_ph(loadHalf32(s + i), vv));
   mapHalfF16c<false>(d + i, s + i, count - i, HalfCodec::decode(v));
 }
+
+// fp8 E5M2 is the top byte of a half, so it computes in half too: 32 elements a step, where the
+// table lookup of reduceFp8 does about one per cycle. Rounding the half result to E5M2 gives
+// what rounding the float result does, for the same reason as above (11 >= 2 x 3 + 2 bits; a
+// half sum that overflows saturates as the float one does). The tests compare every input pair
+// of every op with the scalar conversions.
+
+WEFT_FP16_TARGET inline __m512h e5m2ToHalf32(__m256i codes) {
+  return _mm512_castsi512_ph(_mm512_slli_epi16(_mm512_cvtepu8_epi16(codes), 8));
+}
+
+WEFT_FP16_TARGET inline __m512h loadE5m2x32(const uint8_t* p) {
+  return e5m2ToHalf32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// As floatToFp8e5m2: to nearest even, finite overflow and infinity saturate to +-57344 (0x7b),
+// NaN is the canonical 0x7f.
+WEFT_FP16_TARGET inline __m256i encodeE5m2x32(__m512h v) {
+  const __m512i h = _mm512_castph_si512(v);
+  const __m512i abs = _mm512_and_si512(h, _mm512_set1_epi16(0x7fff));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi16(abs, 8), _mm512_set1_epi16(1));
+  const __m512i rounded =
+      _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(abs, _mm512_set1_epi16(0x7f)), lsb), 8);
+  const __m512i sign = _mm512_and_si512(_mm512_srli_epi16(h, 8), _mm512_set1_epi16(0x80));
+  const __m512i code = _mm512_or_si512(_mm512_min_epu16(rounded, _mm512_set1_epi16(0x7b)), sign);
+  const __mmask32 nan = _mm512_cmpgt_epu16_mask(abs, _mm512_set1_epi16(0x7c00));
+  return _mm512_cvtepi16_epi8(_mm512_mask_blend_epi16(nan, code, _mm512_set1_epi16(0x7f)));
+}
+
+template <ReduceKind kKind>
+__attribute__((target("avx512fp16,avx512bw,avx512vl"))) void reduceE5m2Avx512(void* dst,
+                                                                              const void* a,
+                                                                              const void* b,
+                                                                              size_t count) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m256i r = encodeE5m2x32(combine32<kKind>(loadE5m2x32(x + i), loadE5m2x32(y + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), r);
+  }
+  reduceFp8<Fp8e5m2Codec, kKind>(d + i, x + i, y + i, count - i);
+}
+
+template <ReduceKind kKind, int kSources>
+__attribute__((target("avx512fp16,avx512bw,avx512vl"))) void foldE5m2Avx512(void* dst,
+                                                                            const void* const* srcs,
+                                                                            size_t count) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto [x0, x1, x2, x3] = foldSources<uint8_t, kSources>(srcs);
+  // Rounded to E5M2 after every operation, as the binary kernel's results are.
+  size_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    __m512h v = combine32<kKind>(loadE5m2x32(x0 + i), loadE5m2x32(x1 + i));
+    if constexpr (kSources > 2)
+      v = combine32<kKind>(e5m2ToHalf32(encodeE5m2x32(v)), loadE5m2x32(x2 + i));
+    if constexpr (kSources > 3)
+      v = combine32<kKind>(e5m2ToHalf32(encodeE5m2x32(v)), loadE5m2x32(x3 + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), encodeE5m2x32(v));
+  }
+  const auto rest = foldTail<uint8_t, kSources>(srcs, i);
+  foldFp8<Fp8e5m2Codec, kKind, kSources>(d + i, rest.data(), count - i);
+}
 #undef WEFT_FP16_TARGET
 
 // --- bfloat16 with AVX512-BF16 ----------------------------------------------------------------
@@ -629,13 +701,6 @@ __attribute__((target("avx512fp16,avx512bw,avx512vl"))) void scaleHalfAvx512(voi
 // float has a zero exponent are redone with encode's integer arithmetic (rare: the sum of two
 // bfloat16 numbers is a float subnormal only when it is below 2^-126). 16 elements a step,
 // where GCC's own vectorisation of reduceBfloat16 does 16 in about 50 instructions.
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*, which -Wmaybe-uninitialized
-// mistakes for a read of an uninitialised variable once they are inlined here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 bool cpuHasAvx512Bf16() {
   static const bool has = avx512HalfAllowed() && __builtin_cpu_supports("avx512f") &&
@@ -766,7 +831,11 @@ ReduceFn kernelFor(weftDataType_t datatype) {
 #endif
       return reduceBfloat16<kKind>;
     case weftFloat8e4m3: return reduceFp8<Fp8e4m3Codec, kKind>;
-    case weftFloat8e5m2: return reduceFp8<Fp8e5m2Codec, kKind>;
+    case weftFloat8e5m2:
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Fp16()) return reduceE5m2Avx512<kKind>;
+#endif
+      return reduceFp8<Fp8e5m2Codec, kKind>;
     default: return nullptr;
   }
 }
@@ -870,6 +939,13 @@ struct HalfAvx512Fold {
   };
 };
 template <ReduceKind kKind>
+struct E5m2Avx512Fold {
+  template <int k>
+  struct F {
+    static constexpr FoldFn fn = foldE5m2Avx512<kKind, k>;
+  };
+};
+template <ReduceKind kKind>
 struct Bfloat16Avx512Fold {
   template <int k>
   struct F {
@@ -921,6 +997,8 @@ inline constexpr Folds kHalfF16cFolds = foldsOf<HalfF16cFold<kKind>::template F>
 template <ReduceKind kKind>
 inline constexpr Folds kHalfAvx512Folds = foldsOf<HalfAvx512Fold<kKind>::template F>(2);
 template <ReduceKind kKind>
+inline constexpr Folds kE5m2Avx512Folds = foldsOf<E5m2Avx512Fold<kKind>::template F>(1);
+template <ReduceKind kKind>
 inline constexpr Folds kBfloat16Avx512Folds = foldsOf<Bfloat16Avx512Fold<kKind>::template F>(2);
 #endif
 template <class Codec, ReduceKind kKind>
@@ -949,7 +1027,11 @@ ReduceManyFn manyKernelFor(weftDataType_t datatype) {
 #endif
       return reduceMany<kBfloat16Folds<kKind>>;
     case weftFloat8e4m3: return reduceMany<kFp8Folds<Fp8e4m3Codec, kKind>>;
-    case weftFloat8e5m2: return reduceMany<kFp8Folds<Fp8e5m2Codec, kKind>>;
+    case weftFloat8e5m2:
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Fp16()) return reduceMany<kE5m2Avx512Folds<kKind>>;
+#endif
+      return reduceMany<kFp8Folds<Fp8e5m2Codec, kKind>>;
     default: return nullptr;
   }
 }
