@@ -19,6 +19,16 @@
 #define WEFT_REDUCE_X86 0
 #endif
 
+// The AVX512-FP16 kernels need headers that declare __m512h for functions with a target
+// attribute: GCC 12 has them, clang 14 (the sanitizer build's) only with -mavx512fp16 for the
+// whole file, which the other kernels must not get. Clang from 16 on has them.
+#if WEFT_REDUCE_X86 && ((defined(__clang__) && __clang_major__ >= 16) || \
+                        (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+#define WEFT_REDUCE_FP16 1
+#else
+#define WEFT_REDUCE_FP16 0
+#endif
+
 // ThreadSanitizer builds go without: the loader runs ifunc resolvers while relocating the
 // library, before libtsan is initialised, and the instrumented resolver crashes every program
 // that links weft at start-up (GCC 12).
@@ -539,6 +549,7 @@ __attribute__((target("avx,f16c"))) void mapHalfF16c(void* dst, const void* src,
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#if WEFT_REDUCE_FP16
 // --- half with AVX512-FP16 ----------------------------------------------------------------------
 //
 // Native half arithmetic, 32 elements a step. It gives the bits of the float path (compute in
@@ -693,6 +704,7 @@ __attribute__((target("avx512fp16,avx512bw,avx512vl"))) void foldE5m2Avx512(void
   foldFp8<Fp8e5m2Codec, kKind, kSources>(d + i, rest.data(), count - i);
 }
 #undef WEFT_FP16_TARGET
+#endif  // WEFT_REDUCE_FP16
 
 // --- bfloat16 with AVX512-BF16 ----------------------------------------------------------------
 //
@@ -821,7 +833,9 @@ ReduceFn kernelFor(weftDataType_t datatype) {
     case weftFloat64: return reduceNative<double, kKind>;
     case weftFloat16:
 #if WEFT_REDUCE_X86
+#if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return reduceHalfAvx512<kKind>;
+#endif
       if (cpuHasF16c()) return reduceHalfF16c<kKind>;
 #endif
       return reduceNarrow<HalfCodec, kKind>;
@@ -833,7 +847,9 @@ ReduceFn kernelFor(weftDataType_t datatype) {
     case weftFloat8e4m3: return reduceFp8<Fp8e4m3Codec, kKind>;
     case weftFloat8e5m2:
 #if WEFT_REDUCE_X86
+#if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return reduceE5m2Avx512<kKind>;
+#endif
 #endif
       return reduceFp8<Fp8e5m2Codec, kKind>;
     default: return nullptr;
@@ -931,6 +947,7 @@ struct HalfF16cFold {
     static constexpr FoldFn fn = foldHalfF16c<kKind, k>;
   };
 };
+#if WEFT_REDUCE_FP16
 template <ReduceKind kKind>
 struct HalfAvx512Fold {
   template <int k>
@@ -945,6 +962,7 @@ struct E5m2Avx512Fold {
     static constexpr FoldFn fn = foldE5m2Avx512<kKind, k>;
   };
 };
+#endif
 template <ReduceKind kKind>
 struct Bfloat16Avx512Fold {
   template <int k>
@@ -994,10 +1012,12 @@ inline constexpr Folds kHalfFolds = foldsOf<NarrowFold<HalfCodec, kKind>::templa
 #if WEFT_REDUCE_X86
 template <ReduceKind kKind>
 inline constexpr Folds kHalfF16cFolds = foldsOf<HalfF16cFold<kKind>::template F>(2);
+#if WEFT_REDUCE_FP16
 template <ReduceKind kKind>
 inline constexpr Folds kHalfAvx512Folds = foldsOf<HalfAvx512Fold<kKind>::template F>(2);
 template <ReduceKind kKind>
 inline constexpr Folds kE5m2Avx512Folds = foldsOf<E5m2Avx512Fold<kKind>::template F>(1);
+#endif
 template <ReduceKind kKind>
 inline constexpr Folds kBfloat16Avx512Folds = foldsOf<Bfloat16Avx512Fold<kKind>::template F>(2);
 #endif
@@ -1017,7 +1037,9 @@ ReduceManyFn manyKernelFor(weftDataType_t datatype) {
     case weftFloat64: return reduceMany<kNativeFolds<double, kKind>>;
     case weftFloat16:
 #if WEFT_REDUCE_X86
+#if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return reduceMany<kHalfAvx512Folds<kKind>>;
+#endif
       if (cpuHasF16c()) return reduceMany<kHalfF16cFolds<kKind>>;
 #endif
       return reduceMany<kHalfFolds<kKind>>;
@@ -1029,7 +1051,9 @@ ReduceManyFn manyKernelFor(weftDataType_t datatype) {
     case weftFloat8e4m3: return reduceMany<kFp8Folds<Fp8e4m3Codec, kKind>>;
     case weftFloat8e5m2:
 #if WEFT_REDUCE_X86
+#if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return reduceMany<kE5m2Avx512Folds<kKind>>;
+#endif
 #endif
       return reduceMany<kFp8Folds<Fp8e5m2Codec, kKind>>;
     default: return nullptr;
@@ -1063,7 +1087,9 @@ void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,
     case weftFloat16: {
       const float s = decodeScalar<HalfCodec>(scalar);
 #if WEFT_REDUCE_X86
+#if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return scaleHalfAvx512(dst, src, count, load<uint16_t>(scalar));
+#endif
       if (cpuHasF16c()) return mapHalfF16c<false>(dst, src, count, s);
 #endif
       return mapNarrow<HalfCodec>(dst, src, count, times(s));
