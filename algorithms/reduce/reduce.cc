@@ -709,9 +709,9 @@ __attribute__((target("avx512fp16,avx512bw,avx512vl"))) void foldE5m2Avx512(void
 // --- bfloat16 with AVX512-BF16 ----------------------------------------------------------------
 //
 // VCVTNEPS2BF16 rounds to nearest even and quiets NaNs exactly as Bfloat16Codec::encode, but
-// flushes float subnormals to zero, where encode rounds them to bfloat16 subnormals: lanes whose
-// float has a zero exponent are redone with encode's integer arithmetic (rare: the sum of two
-// bfloat16 numbers is a float subnormal only when it is below 2^-126). 16 elements a step,
+// flushes float subnormals to zero, where encode rounds them to bfloat16 subnormals: subnormal
+// lanes are redone with encode's integer arithmetic (rare: the sum of two bfloat16 numbers is a
+// float subnormal only when it is below 2^-126). 16 elements a step,
 // where GCC's own vectorisation of reduceBfloat16 does 16 in about 50 instructions.
 
 bool cpuHasAvx512Bf16() {
@@ -846,10 +846,8 @@ ReduceFn kernelFor(weftDataType_t datatype) {
       return reduceBfloat16<kKind>;
     case weftFloat8e4m3: return reduceFp8<Fp8e4m3Codec, kKind>;
     case weftFloat8e5m2:
-#if WEFT_REDUCE_X86
 #if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return reduceE5m2Avx512<kKind>;
-#endif
 #endif
       return reduceFp8<Fp8e5m2Codec, kKind>;
     default: return nullptr;
@@ -1050,10 +1048,8 @@ ReduceManyFn manyKernelFor(weftDataType_t datatype) {
       return reduceMany<kBfloat16Folds<kKind>>;
     case weftFloat8e4m3: return reduceMany<kFp8Folds<Fp8e4m3Codec, kKind>>;
     case weftFloat8e5m2:
-#if WEFT_REDUCE_X86
 #if WEFT_REDUCE_FP16
       if (cpuHasAvx512Fp16()) return reduceMany<kE5m2Avx512Folds<kKind>>;
-#endif
 #endif
       return reduceMany<kFp8Folds<Fp8e5m2Codec, kKind>>;
     default: return nullptr;
@@ -1070,6 +1066,30 @@ ReduceManyFn reduceManyKernel(weftDataType_t datatype, ReduceKind kind) noexcept
     case ReduceKind::Min: return manyKernelFor<ReduceKind::Min>(datatype);
   }
   return nullptr;
+}
+
+const char* reduceKernelIsa(weftDataType_t datatype) noexcept {
+  switch (datatype) {
+    case weftFloat16:
+#if WEFT_REDUCE_FP16
+      if (cpuHasAvx512Fp16()) return "avx512-fp16";
+#endif
+#if WEFT_REDUCE_X86
+      if (cpuHasF16c()) return "f16c";
+#endif
+      return "generic";
+    case weftBfloat16:
+#if WEFT_REDUCE_X86
+      if (cpuHasAvx512Bf16()) return "avx512-bf16";
+#endif
+      return "generic";
+    case weftFloat8e5m2:
+#if WEFT_REDUCE_FP16
+      if (cpuHasAvx512Fp16()) return "avx512-fp16";
+#endif
+      return "generic";
+    default: return "generic";
+  }
 }
 
 void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -425,6 +426,29 @@ TEST_CASE(
     INFO(datatypeName(Ty::kType));
     CHECK(bad.count == 0);
   });
+}
+
+TEST_CASE("WEFT_REDUCE_HALF_ISA holds the half, bfloat16 and E5M2 kernels back") {
+  // ctest runs this binary with WEFT_REDUCE_HALF_ISA unset, f16c and none.
+  const char* isa = std::getenv("WEFT_REDUCE_HALF_ISA");
+  const std::string half = reduceKernelIsa(weftFloat16);
+  const std::string bf16 = reduceKernelIsa(weftBfloat16);
+  const std::string e5m2 = reduceKernelIsa(weftFloat8e5m2);
+  INFO("half " << half << ", bfloat16 " << bf16 << ", e5m2 " << e5m2);
+  CHECK(std::string(reduceKernelIsa(weftFloat32)) == "generic");
+  if (isa && std::string(isa) == "none") {
+    CHECK(half == "generic");
+    CHECK(bf16 == "generic");
+    CHECK(e5m2 == "generic");
+  } else if (isa && std::string(isa) == "f16c") {
+    CHECK(half != "avx512-fp16");
+    CHECK(bf16 == "generic");
+    CHECK(e5m2 == "generic");
+  } else {
+    CHECK((half == "avx512-fp16" || half == "f16c" || half == "generic"));
+    CHECK((bf16 == "avx512-bf16" || bf16 == "generic"));
+    CHECK((e5m2 == "avx512-fp16" || e5m2 == "generic"));
+  }
 }
 
 TEST_CASE("reduceManyKernel returns null for datatypes -1 and 12") {
