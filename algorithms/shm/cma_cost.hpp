@@ -6,7 +6,11 @@
 // processes), and reading peers' buffers through CMA took 0.13-0.8x the time of staging through
 // the slots for most collectives; on the 2-core AMD EPYC build machine one process_vm_readv of
 // 1 MiB took 70 us against about 25 us for a memcpy (~2.8x; perf/README at ed11cdf), and staging
-// was faster for every collective but scatter (the comment in ShmCollectives::decidePath).
+// was faster for every collective but scatter (the comment in ShmCollectives::decidePath). On a
+// third (AMD EPYC, 2026-12-04) it cost 3.45 memcpys and CMA was still the faster path for a
+// 2-rank allreduce (0.54-0.56x staging's time at 256 KiB-2 MiB): so by default the ranks time
+// both paths instead (path_trials.hpp), and the rule below decides only with WEFT_SHM_TUNE=0 or
+// WEFT_SHM_CMA_COST given, and for the calls the trials do not cover.
 #pragma once
 
 #include <cstddef>

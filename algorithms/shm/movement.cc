@@ -112,8 +112,10 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
   // ranks decide from every rank's published buffers, so that one rank in place sends all of
   // them through the slots (a rank that alone staged would wait for peers that read instead).
   if (path != Path::Staged && call.collective == Collective::AlltoAll &&
-      anyRankInPlace(blockBytes * n()))
+      anyRankInPlace(blockBytes * n())) {
     path = Path::Staged;
+    cancelTrial();
+  }
   if (path == Path::Staged)
     moveStaged(call);
   else

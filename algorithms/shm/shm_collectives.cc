@@ -21,16 +21,20 @@ namespace weft {
 namespace {
 
 constexpr uint32_t kSendShared = 1, kRecvShared = 2, kMapped = 4;
+// In rank 0's exposure, where the path follows its trials (tunesPath): this call reads peers
+// through CMA.
+constexpr uint32_t kCmaChosen = 8;
 const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe reads
 
 }  // namespace
 
 ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
-                               CoreAgreement cores, double cmaCost, bool spread)
+                               CoreAgreement cores, double cmaCost, bool spread, bool tune)
     : segment_(segment),
       group_(group),
       mode_(mode),
       cmaCostRatio_(cmaCost),
+      tune_(tune),
       cores_(cores.cores),
       oversubscribed_(cores.oversubscribed),
       spread_(spread && group.size() > 1),
@@ -134,10 +138,18 @@ void ShmCollectives::setUp(const WaitContext& wait) {
     for (int c = 0; c < kNumCollectives; ++c)
       if (serves(Collective(c)) && someSize(Collective(c)))
         viaCma += std::string(viaCma.empty() ? "" : " ") + collectiveName(Collective(c));
-    WEFT_INFO(kSubsysShm,
-              "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks{}); with ordinary "
-              "buffers, these read peers through CMA (within cma_cost.hpp's sizes): {}",
-              wait.what(), cmaCostRatio_, n(), given ? ", WEFT_SHM_CMA_COST" : "", viaCma);
+    tuning_ = tune_ && !given;
+    if (tuning_)
+      WEFT_INFO(kSubsysShm,
+                "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks); with ordinary "
+                "buffers, the first calls of each collective and size time staging against "
+                "CMA, and the faster is kept (WEFT_SHM_TUNE=0: go by the cost instead)",
+                wait.what(), cmaCostRatio_, n());
+    else
+      WEFT_INFO(kSubsysShm,
+                "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks{}); with ordinary "
+                "buffers, these read peers through CMA (within cma_cost.hpp's sizes): {}",
+                wait.what(), cmaCostRatio_, n(), given ? ", WEFT_SHM_CMA_COST" : "", viaCma);
   }
   wait_ = nullptr;
 }
@@ -175,14 +187,22 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // waits for the peers where it needs them. (One barrier less per call: 2 ranks, 64 KiB, 1000
   // calls, 5 alternating runs, time without the exchange over with it: allgather 0.84,
   // broadcast 0.93, alltoall 0.82, reduce-scatter 0.89; 4 ranks, broadcast 0.77.)
+  // Where rank 0's trials decide, every rank waits for its choice.
+  const bool tuned = tunesPath(call);
+  if (tuned && me() == 0) {
+    const PathTrials::Next next = trials_.next(call.collective, call.count * call.elemSize);
+    trialPending_ = next.trial;
+    if (next.choice == PathTrials::Choice::Cma) mine.flags |= kCmaChosen;
+  }
   const uint32_t both = kSendShared | kRecvShared;
   const bool stagedUnlessAllShared =
-      mode_ == ShmMode::Auto &&
+      mode_ == ShmMode::Auto && !tuned &&
       !(cmaWorks_ && cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize));
   const bool knowsStaged =
       !group_.oneProcess && (mine.flags & both) != both && stagedUnlessAllShared;
   publishExposure(mine, !knowsStaged);
   if (knowsStaged) return Path::Staged;
+  const bool cmaChosen = tuned && (exposure(0).flags & kCmaChosen);
   peerSend_.assign(n(), nullptr);
   peerRecv_.assign(n(), nullptr);
   if (group_.oneProcess) {
@@ -215,7 +235,10 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     publishExposure(verdict);
     bool everyone = true;
     for (int q = 0; q < n(); ++q) everyone &= exposure(q).flags == kMapped;
-    if (everyone) return Path::Direct;
+    if (everyone) {
+      cancelTrial();  // (buffers every rank maps are read in place; nothing to time)
+      return Path::Direct;
+    }
   }
   // An allreduce stages through cache-sized slots at every size: the copies stay in cache and
   // need no system call, where CMA pins pages and copies by the kernel. perf/compare on the
@@ -250,10 +273,36 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // the CMA allreduce lands its first piece in the output, c9a2573, 3-4 ranks read through CMA
   // from 256 KiB: cma_cost.hpp.)
   if (!cmaWorks_) return Path::Staged;
+  if (tuned) return cmaChosen ? Path::Cma : Path::Staged;
   if (mode_ == ShmMode::Auto &&
       !cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize))
     return Path::Staged;
   return Path::Cma;
+}
+
+bool ShmCollectives::tunesPath(const NativeCall& call) const {
+  if (!tuning_) return false;
+  const uint64_t bytes = call.count * call.elemSize;
+  switch (call.collective) {
+    // (These ask for a path only above kPeerReadFromBytes per block: movePeerReadOrStaged.)
+    case Collective::AllGather:
+    case Collective::AlltoAll:
+    case Collective::Gather:
+    case Collective::Broadcast: return true;
+    case Collective::AllReduce:
+      // Where allReduce would otherwise read the peer through CMA or stage (2 ranks above
+      // the inline size, each with a core; 3-4 ranks beyond one-shot): the sizes where either
+      // has won on some machine (cma_cost.hpp).
+      if (n() == 2) return !oversubscribed_ && bytes > kInlineBytes;
+      return n() <= kCmaAllReduceMaxRanks && (oversubscribed_ || bytes * n() > kOneShotReadBytes);
+    default: return false;
+  }
+}
+
+void ShmCollectives::cancelTrial() {
+  if (!trialPending_) return;
+  trials_.cancel();
+  trialPending_ = false;
 }
 
 bool ShmCollectives::anyRankInPlace(uint64_t bytes) const {
@@ -354,6 +403,7 @@ void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
   const int32_t now = sched_getcpu();
   if (cpu.load(std::memory_order_relaxed) != now) cpu.store(now, std::memory_order_relaxed);
   if (spread_) spreadOut(now);
+  const auto start = std::chrono::steady_clock::now();
   switch (call.collective) {
     case Collective::AllReduce: allReduce(call); break;
     case Collective::ReduceScatter: reduceScatter(call); break;
@@ -364,6 +414,12 @@ void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
     case Collective::Gather: gather(call); break;
     case Collective::Scatter: scatter(call); break;
     default: fail(weftInternalError, "no shared-memory {}", collectiveName(call.collective));
+  }
+  if (trialPending_) {
+    trialPending_ = false;
+    const std::string decided = trials_.record(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!decided.empty()) WEFT_INFO(kSubsysShm, "{}: {}", wait.what(), decided);
   }
   wait_ = nullptr;
 }

@@ -23,6 +23,7 @@
 
 #include "algorithms/reduce/reduce.hpp"
 #include "algorithms/schedule.hpp"
+#include "algorithms/shm/path_trials.hpp"
 #include "transports/shm/core_agreement.hpp"
 #include "transports/shm/flag.hpp"
 #include "transports/shm/memory.hpp"
@@ -61,9 +62,12 @@ class ShmCollectives {
   // (allReduceLastArriver).
   // `cmaCost`: what a CMA copy costs in memcpys (WEFT_SHM_CMA_COST), the same on every rank;
   // 0: setUp measures it. `spread` (WEFT_SHM_SPREAD): a rank crowded onto one CPU with others
-  // moves to a less crowded one before a collective (cpu_spread.hpp).
+  // moves to a less crowded one before a collective (cpu_spread.hpp). `tune` (WEFT_SHM_TUNE):
+  // where CMA works, the cost was measured rather than given and the mode is auto, processes
+  // with private buffers time staging against CMA on the first calls of each size
+  // (path_trials.hpp) instead of going by the measured cost.
   ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode, CoreAgreement cores,
-                 double cmaCost = 0, bool spread = true);
+                 double cmaCost = 0, bool spread = true, bool tune = true);
   // Collective over the local ranks, once, before the first run. Finds out whether CMA works
   // between them (it may not: Yama's ptrace_scope, seccomp), so every rank decides alike.
   void setUp(const WaitContext& wait);
@@ -150,6 +154,11 @@ class ShmCollectives {
   // everyone's, and decides the same way on every rank.
   Path choosePath(const NativeCall& call);
   Path decidePath(const NativeCall& call);
+  // Whether this call's choice between staging and CMA is rank 0's, from its trials
+  // (path_trials.hpp): the same answer on every rank.
+  bool tunesPath(const NativeCall& call) const;
+  // Rank 0: the call announced as a trial does not run the path it was to time.
+  void cancelTrial();
   // Exposures are double-buffered by call, so a rank a call ahead never overwrites what a
   // slower peer has yet to read.
   uint8_t* exposureLine(int q, uint32_t call) const;
@@ -197,6 +206,10 @@ class ShmCollectives {
   ShmMode mode_;
   bool cmaWorks_ = true;
   double cmaCostRatio_ = 0;  // given, or agreed at setUp (cma_cost.hpp); 0: not known
+  bool tune_ = true;         // WEFT_SHM_TUNE
+  bool tuning_ = false;      // setUp: trials decide staging against CMA (tunesPath)
+  PathTrials trials_;        // rank 0's
+  bool trialPending_ = false;  // rank 0: the running call is a trial, to be timed
   int cores_ = 0;
   bool oversubscribed_ = false;
   // Spreading ranks over the CPUs (cpu_spread.hpp): where each local rank last ran, and when

@@ -51,15 +51,23 @@ constexpr std::array kVariables = {
            "goes on connection k mod N, for links one tcp connection cannot fill"},
     EnvVar{"WEFT_SHM_MODE", "auto",
            "how shared-memory collectives reach peers' buffers: auto (direct when mapped; else "
-           "CMA above 16 KiB per block (from 16 KiB on 2 ranks) for scatter, and, where the "
-           "ranks measure at set-up that a CMA copy costs under 2.2 memcpys, for allgather, "
-           "alltoall, gather and, on 2 ranks, broadcast at those sizes and allreduce above "
-           "16 KiB + 56 B, up to 32 MiB of output on the host, and for allreduce on 3-4 ranks "
-           "from 256 KiB up to 16 MiB of output on the host; else staged), staged (always "
-           "through the segment) or cma"},
+           "CMA above 16 KiB per block (from 16 KiB on 2 ranks) for scatter; for allgather, "
+           "alltoall, gather and broadcast at those sizes, allreduce on 2 ranks above 16 KiB + "
+           "56 B and on 3-4 ranks beyond one-shot, the faster of staging and CMA in trials on "
+           "the first calls of each size (WEFT_SHM_TUNE); with WEFT_SHM_TUNE=0 or "
+           "WEFT_SHM_CMA_COST given, CMA for these where a CMA copy costs under 2.2 memcpys, up "
+           "to 32 MiB of output on the host (allreduce on 3-4 ranks: from 256 KiB up to 16 MiB); "
+           "else staged), staged (always through the segment) or cma"},
     EnvVar{"WEFT_SHM_CMA_COST", "(measured)",
            "what a CMA copy costs in memcpys, 0.01 to 1000, the same on every rank of a host: "
-           "replaces the measurement WEFT_SHM_MODE=auto goes by (under 2.2: CMA is cheap)"},
+           "replaces the measurement WEFT_SHM_MODE=auto goes by (under 2.2: CMA is cheap), and "
+           "turns the trials of WEFT_SHM_TUNE off"},
+    EnvVar{"WEFT_SHM_TUNE", "1",
+           "1: between processes with ordinary buffers (WEFT_SHM_MODE=auto, CMA working, "
+           "WEFT_SHM_CMA_COST not given), the first 12 calls of each collective and power-of-two "
+           "size run staged and through CMA, 3 at a time, rank 0 times them, and every rank "
+           "keeps the path with the lower median (logged at INFO); 0: the measured CMA cost "
+           "decides"},
     EnvVar{"WEFT_SHM_SPREAD", "1",
            "1: before a shared-memory collective, a rank that shares its CPU with more of the "
            "host's ranks than their share of the CPUs moves to the least crowded CPU of its "
@@ -165,6 +173,8 @@ Env parseEnv(const std::function<const char*(const char*)>& get) {
     env.shmDisable = parseInteger("WEFT_SHM_DISABLE", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_SPREAD"); v && *v)
     env.shmSpread = parseInteger("WEFT_SHM_SPREAD", v, 0, 1) == 1;
+  if (const char* v = get("WEFT_SHM_TUNE"); v && *v)
+    env.shmTune = parseInteger("WEFT_SHM_TUNE", v, 0, 1) == 1;
   if (const char* v = get("WEFT_SHM_CORES"); v && *v)
     env.shmCores = static_cast<int>(parseInteger("WEFT_SHM_CORES", v, 1, 1024));
   if (const char* v = get("WEFT_NET_CHANNELS"); v && *v)

@@ -39,6 +39,7 @@ struct Env {
   uint64_t shmSlotBytes = 0;    // WEFT_SHM_SLOT_BYTES; 0: defaultSlotBytes decides
   double shmCmaCost = 0;        // WEFT_SHM_CMA_COST; 0: the ranks measure it (cma_cost.hpp)
   bool shmSpread = true;        // WEFT_SHM_SPREAD: crowded ranks move to freer CPUs
+  bool shmTune = true;          // WEFT_SHM_TUNE: time staging against CMA (path_trials.hpp)
   int shmCores = 0;             // WEFT_SHM_CORES; 0: the local ranks' affinity masks decide
   int netChannels = 1;          // WEFT_NET_CHANNELS: UCX endpoints per peer on another host
   // Checked by the tuner (lib/tuner/algo_selection.hpp), which knows the algorithm names.

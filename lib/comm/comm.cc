@@ -188,7 +188,8 @@ void Comm::setUpSharedMemory(Deadline deadline) {
                        : e.shmMode == "cma"  ? ShmMode::Cma
                                              : ShmMode::Auto;
   spin_ = makeSpinBudget(cores.oversubscribed);
-  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, cores, e.shmCmaCost, e.shmSpread);
+  shm_ = std::make_unique<ShmCollectives>(*segment_, group, mode, cores, e.shmCmaCost, e.shmSpread,
+                                          e.shmTune);
   if (!group.oneProcess) {
     localPeers_ = std::make_unique<ProcessWatch>();
     for (int r = 0; r < nranks_; ++r)
