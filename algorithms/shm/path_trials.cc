@@ -29,14 +29,21 @@ int PathTrials::sizeClass(uint64_t bytes) {
   return bytes == 0 ? 0 : static_cast<int>(std::bit_width(bytes)) - 1;
 }
 
-PathTrials::Next PathTrials::next(Collective c, uint64_t bytes) {
+PathTrials::Next PathTrials::next(Collective c, uint64_t bytes, double now) {
   const Key key{static_cast<int>(c), sizeClass(bytes)};
   Class& cls = classes_[key];
+  if (cls.decided && now - cls.decidedAt > kRetrialSeconds) {
+    cls.decided = false;
+    cls.trials = 0;
+    cls.staged.clear();
+    cls.cma.clear();
+  }
   if (cls.decided) {
     pending_ = {-1, -1};
     return {cls.choice, false};
   }
   pending_ = key;
+  pendingAt_ = now;
   pendingChoice_ = trialChoice(cls.trials);
   return {pendingChoice_, true};
 }
@@ -51,6 +58,7 @@ std::string PathTrials::record(double seconds) {
   if (++cls.trials < kTrials) return {};
   const double staged = lowerMedian(cls.staged), cma = lowerMedian(cls.cma);
   cls.decided = true;
+  cls.decidedAt = pendingAt_;
   cls.choice = cma < staged ? Choice::Cma : Choice::Staged;
   return fmt::format(
       "{} with blocks of {} B to twice that: {} (median of {} calls {:.1f} us, {} "

@@ -8,8 +8,11 @@
 // both: the first kTrials calls of each (collective, size class) run in blocks of kBlock calls
 // with one path, staged, CMA, CMA, staged (the order evens out a drift). The first call of
 // each block is not counted (it pays for the switch: caches, page faults on a larger output),
-// and the path with the lower median time of the rest is kept for that class. Pure
-// bookkeeping: the caller times the calls and makes every rank follow rank 0's choice.
+// and the path with the lower median time of the rest is kept for that class, for
+// kRetrialSeconds: the machine changes under the ranks (on that AMD EPYC VM the staged 1 MiB
+// allreduce took 58 us for a minute, then 120, while CMA stayed at 61-77), so each class runs
+// its trials again after that long. Pure bookkeeping: the caller times the calls, passes the
+// clock, and makes every rank follow rank 0's choice.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +32,17 @@ class PathTrials {
   static constexpr int kBlock = 3;
   static constexpr int kBlocks = 4;
   static constexpr int kTrials = kBlock * kBlocks;
+  // How long a choice holds before its class is tried again.
+  static constexpr double kRetrialSeconds = 5.0;
 
-  // The path of the next call of collective `c` with `bytes` per block, and whether it is a
-  // trial: then record() must follow with its time before the next call of any class.
+  // The path of the next call of collective `c` with `bytes` per block at time `now` (seconds,
+  // any steady origin), and whether it is a trial: then record() must follow with its time
+  // before the next call of any class.
   struct Next {
     Choice choice = Choice::Staged;
     bool trial = false;
   };
-  Next next(Collective c, uint64_t bytes);
+  Next next(Collective c, uint64_t bytes, double now);
   // The time of the trial next() announced last (not counted where it opens a block).
   // Returns a line saying what was decided once a class has had its trials (empty otherwise).
   std::string record(double seconds);
@@ -52,12 +58,14 @@ class PathTrials {
     std::vector<double> staged, cma;  // trial times, seconds
     int trials = 0;
     bool decided = false;
+    double decidedAt = 0;  // the `now` of the call that ended the trials
     Choice choice = Choice::Staged;
   };
   using Key = std::pair<int, int>;  // collective, size class
   std::map<Key, Class> classes_;
   Key pending_{-1, -1};
   Choice pendingChoice_ = Choice::Staged;
+  double pendingAt_ = 0;
 };
 
 // The choice for trial k (0-based) of a class, block by block: S C C S.

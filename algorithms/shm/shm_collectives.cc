@@ -190,7 +190,9 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // Where rank 0's trials decide, every rank waits for its choice.
   const bool tuned = tunesPath(call);
   if (tuned && me() == 0) {
-    const PathTrials::Next next = trials_.next(call.collective, call.count * call.elemSize);
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const PathTrials::Next next = trials_.next(call.collective, call.count * call.elemSize, now);
     trialPending_ = next.trial;
     if (next.choice == PathTrials::Choice::Cma) mine.flags |= kCmaChosen;
   }
