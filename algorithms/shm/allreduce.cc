@@ -44,13 +44,16 @@ void ShmCollectives::allReduce(const NativeCall& call) {
   if (n() == 1) return allReduceOneShot(call);  // a copy, out of place
   if (oversubscribed_ && bytes <= kLastArriverBytes) return allReduceLastArriver(call);
   if (bytes <= kInlineBytes) return allReduceInline(call);
-  // Where rank 0's trials choose between staging and CMA (tunesPath), choosePath says which.
-  const bool tuned = tunesPath(call);
+  // Where the trials choose between staging and CMA (tunesPath), choosePath says which,
+  // unless they already know staging.
+  const PathTrials::Step* step = trialStep(call);
+  const bool tuned = step != nullptr;
   const bool cmaPair = !tuned && cmaPairAllReduce(bytes);
   const bool oneShotFits = !cmaPair && !oversubscribed_ && bytes * n() <= kOneShotReadBytes;
   // Other processes' buffers are private unless they come from weftMemAlloc: small calls do not
   // pay for asking (choosePath waits for every rank).
-  if (oneShotFits && !group_.oneProcess && !tuned) return allReduceOneShot(call);
+  if (oneShotFits && !group_.oneProcess && (!tuned || knownStaged(step)))
+    return allReduceOneShot(call);
   const Path path = choosePath(call);
   if (path == Path::Direct && !oversubscribed_ && bytes * n() <= kDirectOneShotReadBytes &&
       !anyRankInPlace(bytes))

@@ -114,7 +114,7 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
   if (path != Path::Staged && call.collective == Collective::AlltoAll &&
       anyRankInPlace(blockBytes * n())) {
     path = Path::Staged;
-    cancelTrial();
+    timeTrial_ = false;  // (not the path the trial was for)
   }
   if (path == Path::Staged)
     moveStaged(call);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace weft {
 namespace {
@@ -29,45 +30,66 @@ int PathTrials::sizeClass(uint64_t bytes) {
   return bytes == 0 ? 0 : static_cast<int>(std::bit_width(bytes)) - 1;
 }
 
-PathTrials::Next PathTrials::next(Collective c, uint64_t bytes, double now) {
-  const Key key{static_cast<int>(c), sizeClass(bytes)};
-  Class& cls = classes_[key];
-  if (cls.decided && now - cls.decidedAt > kRetrialSeconds) {
-    cls.decided = false;
-    cls.trials = 0;
-    cls.staged.clear();
-    cls.cma.clear();
+PathTrials::Step PathTrials::step(Collective c, uint64_t bytes) {
+  last_ = {static_cast<int>(c), sizeClass(bytes)};
+  Class& cls = classes_[last_];
+  if (cls.stage == Stage::Hold && cls.holdLeft == 0) {
+    cls = Class{};  // tried again
   }
-  if (cls.decided) {
-    pending_ = {-1, -1};
-    return {cls.choice, false};
+  Step s;
+  s.stage = cls.stage;
+  switch (cls.stage) {
+    case Stage::Trial:
+      s.trial = cls.trials++;
+      s.choice = trialChoice(s.trial);
+      if (cls.trials == kTrials) cls.stage = Stage::Decide;
+      break;
+    case Stage::Decide: break;
+    case Stage::Hold:
+      --cls.holdLeft;
+      s.choice = cls.choice;
+      break;
   }
-  pending_ = key;
-  pendingAt_ = now;
-  pendingChoice_ = trialChoice(cls.trials);
-  return {pendingChoice_, true};
+  lastStep_ = s;
+  return s;
 }
 
-std::string PathTrials::record(double seconds) {
-  if (pending_.first < 0) return {};
-  Class& cls = classes_[pending_];
-  const Key key = pending_;
-  pending_ = {-1, -1};
-  if (trialCounts(cls.trials))
-    (pendingChoice_ == Choice::Cma ? cls.cma : cls.staged).push_back(seconds);
-  if (++cls.trials < kTrials) return {};
+void PathTrials::record(double seconds) {
+  if (last_.first < 0 || lastStep_.stage != Stage::Trial || !trialCounts(lastStep_.trial)) return;
+  Class& cls = classes_[last_];
+  (lastStep_.choice == Choice::Cma ? cls.cma : cls.staged).push_back(seconds);
+}
+
+PathTrials::Decision PathTrials::decide() const {
+  Decision d;
+  const auto it = classes_.find(last_);
+  if (it == classes_.end()) return d;
+  const Class& cls = it->second;
   const double staged = lowerMedian(cls.staged), cma = lowerMedian(cls.cma);
-  cls.decided = true;
-  cls.decidedAt = pendingAt_;
-  cls.choice = cma < staged ? Choice::Cma : Choice::Staged;
-  return fmt::format(
-      "{} with blocks of {} B to twice that: {} (median of {} calls {:.1f} us, {} "
-      "{:.1f} us)",
-      collectiveName(static_cast<Collective>(key.first)), uint64_t{1} << key.second,
-      cls.choice == Choice::Cma ? "CMA" : "staged", cls.cma.size(),
-      (cls.choice == Choice::Cma ? cma : staged) * 1e6,
-      cls.choice == Choice::Cma ? "staged" : "CMA",
-      (cls.choice == Choice::Cma ? staged : cma) * 1e6);
+  d.choice =
+      !cls.cma.empty() && (cls.staged.empty() || cma < staged) ? Choice::Cma : Choice::Staged;
+  const double call = d.choice == Choice::Cma ? cma : staged;
+  const double calls = call > 0 ? kHoldSeconds / call : double(kMinHoldCalls);
+  d.holdCalls =
+      static_cast<uint32_t>(std::clamp(calls, double(kMinHoldCalls), double(kMaxHoldCalls)));
+  const bool viaCma = d.choice == Choice::Cma;
+  d.line = fmt::format(
+      "{} with blocks of {} B to twice that: {} (median of {} calls {:.1f} us, {} {:.1f} us) "
+      "for the next {} calls",
+      collectiveName(static_cast<Collective>(last_.first)), uint64_t{1} << last_.second,
+      viaCma ? "CMA" : "staged", (viaCma ? cls.cma : cls.staged).size(), call * 1e6,
+      viaCma ? "staged" : "CMA", (viaCma ? staged : cma) * 1e6, d.holdCalls);
+  return d;
+}
+
+void PathTrials::hold(Choice choice, uint32_t holdCalls) {
+  if (last_.first < 0) return;
+  Class& cls = classes_[last_];
+  cls.stage = Stage::Hold;
+  cls.choice = choice;
+  cls.holdLeft = holdCalls;
+  cls.staged.clear();
+  cls.cma.clear();
 }
 
 }  // namespace weft

@@ -4,15 +4,18 @@
 // What a CMA copy costs against memcpy (cma_cost.hpp) does not predict which path is faster on
 // every machine: on one 2-core AMD EPYC build machine a CMA copy cost 3.45 memcpys (the rule
 // says stage) while a 2-rank allreduce through CMA took 0.54-0.56x the time of staging at 256
-// KiB-2 MiB, and allgather 0.35x at 4 MiB; on another, at 2.8, staging won. So rank 0 times
-// both: the first kTrials calls of each (collective, size class) run in blocks of kBlock calls
-// with one path, staged, CMA, CMA, staged (the order evens out a drift). The first call of
-// each block is not counted (it pays for the switch: caches, page faults on a larger output),
-// and the path with the lower median time of the rest is kept for that class, for
-// kRetrialSeconds: the machine changes under the ranks (on that AMD EPYC VM the staged 1 MiB
-// allreduce took 58 us for a minute, then 120, while CMA stayed at 61-77), so each class runs
-// its trials again after that long. Pure bookkeeping: the caller times the calls, passes the
-// clock, and makes every rank follow rank 0's choice.
+// KiB-2 MiB, and allgather 0.35x at 4 MiB; on another, at 2.8, staging won. So the ranks try
+// both. Each (collective, size class) goes through three stages, the same calls on every rank:
+// - trial: kTrials calls in blocks of kBlock with one path, staged, CMA, CMA, staged (the order
+//   evens out a drift); rank 0 times them, leaving out the first call of each block (it pays
+//   for the switch: caches, page faults on a larger output);
+// - decide: one call in which rank 0 publishes the path with the lower median time and for how
+//   many calls it holds (about kHoldSeconds of them), and every rank takes both from it;
+// - hold: that many calls on that path; then trials again. The machine changes under the
+//   ranks (on that AMD EPYC VM the staged 1 MiB allreduce took 58 us for a minute, then 120,
+//   while CMA stayed at 61-77).
+// In trial and hold calls every rank knows the path without asking rank 0, so a staged call
+// costs no exchange. Pure bookkeeping: the caller times the calls and carries rank 0's decision.
 #pragma once
 
 #include <cstdint>
@@ -28,44 +31,55 @@ namespace weft {
 class PathTrials {
  public:
   enum class Choice : uint8_t { Staged, Cma };
-  // Trial calls per class: kBlocks blocks of kBlock calls, half of them with each path.
+  enum class Stage : uint8_t { Trial, Decide, Hold };
   static constexpr int kBlock = 3;
   static constexpr int kBlocks = 4;
   static constexpr int kTrials = kBlock * kBlocks;
-  // How long a choice holds before its class is tried again.
-  static constexpr double kRetrialSeconds = 5.0;
+  // How long, about, a decision holds before its class is tried again, and the fewest and most
+  // calls that makes.
+  static constexpr double kHoldSeconds = 5.0;
+  static constexpr uint32_t kMinHoldCalls = 100;
+  static constexpr uint32_t kMaxHoldCalls = 1u << 30;
 
-  // The path of the next call of collective `c` with `bytes` per block at time `now` (seconds,
-  // any steady origin), and whether it is a trial: then record() must follow with its time
-  // before the next call of any class.
-  struct Next {
-    Choice choice = Choice::Staged;
-    bool trial = false;
+  // What one call of a class is: a trial of `choice`, the decision, or a held `choice`.
+  struct Step {
+    Stage stage = Stage::Trial;
+    Choice choice = Choice::Staged;  // (decide: rank 0's decision, once taken)
+    int trial = 0;                   // trial: which (0-based)
   };
-  Next next(Collective c, uint64_t bytes, double now);
-  // The time of the trial next() announced last (not counted where it opens a block).
-  // Returns a line saying what was decided once a class has had its trials (empty otherwise).
-  std::string record(double seconds);
-  // The trial next() announced last did not run its path (the call went another way): it is
-  // neither counted nor timed.
-  void cancel() { pending_ = {-1, -1}; }
+  // Advances the class of collective `c` with `bytes` per block by one call.
+  Step step(Collective c, uint64_t bytes);
+  // Rank 0, after a trial call that ran its path: its time in seconds. (A trial that went
+  // another way, such as buffers every rank maps, is not recorded: where no trial of a path
+  // was, decide() keeps staging.)
+  void record(double seconds);
+
+  // Rank 0, in a decide call: the faster path of the trials, the calls it holds for, and a
+  // line for the log.
+  struct Decision {
+    Choice choice = Choice::Staged;
+    uint32_t holdCalls = kMinHoldCalls;
+    std::string line;
+  };
+  Decision decide() const;
+  // Every rank, in the decide call: rank 0's decision, which this call follows too.
+  void hold(Choice choice, uint32_t holdCalls);
 
   // The size class of `bytes`: the power of two at or below it (0 for 0).
   static int sizeClass(uint64_t bytes);
 
  private:
   struct Class {
-    std::vector<double> staged, cma;  // trial times, seconds
-    int trials = 0;
-    bool decided = false;
-    double decidedAt = 0;  // the `now` of the call that ended the trials
+    Stage stage = Stage::Trial;
+    int trials = 0;                   // trial calls so far
+    std::vector<double> staged, cma;  // rank 0's counted trial times, seconds
     Choice choice = Choice::Staged;
+    uint32_t holdLeft = 0;  // hold: calls still to come
   };
   using Key = std::pair<int, int>;  // collective, size class
   std::map<Key, Class> classes_;
-  Key pending_{-1, -1};
-  Choice pendingChoice_ = Choice::Staged;
-  double pendingAt_ = 0;
+  Key last_{-1, -1};  // the class stepped last
+  Step lastStep_;
 };
 
 // The choice for trial k (0-based) of a class, block by block: S C C S.

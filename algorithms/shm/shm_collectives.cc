@@ -187,24 +187,34 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // waits for the peers where it needs them. (One barrier less per call: 2 ranks, 64 KiB, 1000
   // calls, 5 alternating runs, time without the exchange over with it: allgather 0.84,
   // broadcast 0.93, alltoall 0.82, reduce-scatter 0.89; 4 ranks, broadcast 0.77.)
-  // Where rank 0's trials decide, every rank waits for its choice.
-  const bool tuned = tunesPath(call);
-  if (tuned && me() == 0) {
-    const double now =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    const PathTrials::Next next = trials_.next(call.collective, call.count * call.elemSize, now);
-    trialPending_ = next.trial;
-    if (next.choice == PathTrials::Choice::Cma) mine.flags |= kCmaChosen;
+  // Where the trials decide (path_trials.hpp), trial and hold calls know their path; in a
+  // decide call rank 0 publishes its decision with its exposure.
+  const PathTrials::Step* step = trialStep(call);
+  const bool tuned = step != nullptr;
+  const bool deciding = tuned && step->stage == PathTrials::Stage::Decide;
+  PathTrials::Decision decision;
+  if (deciding && me() == 0) {
+    decision = trials_.decide();
+    if (decision.choice == PathTrials::Choice::Cma) mine.flags |= kCmaChosen;
+    mine.hold = decision.holdCalls;
   }
   const uint32_t both = kSendShared | kRecvShared;
   const bool stagedUnlessAllShared =
-      mode_ == ShmMode::Auto && !tuned &&
-      !(cmaWorks_ && cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize));
+      mode_ == ShmMode::Auto &&
+      (tuned ? knownStaged(step)
+             : !(cmaWorks_ &&
+                 cmaPreferred(call.collective, n(), cmaCostRatio_, call.count * call.elemSize)));
   const bool knowsStaged =
       !group_.oneProcess && (mine.flags & both) != both && stagedUnlessAllShared;
   publishExposure(mine, !knowsStaged);
   if (knowsStaged) return Path::Staged;
-  const bool cmaChosen = tuned && (exposure(0).flags & kCmaChosen);
+  if (deciding) {
+    const Exposure& zero = exposure(0);
+    step_.choice = zero.flags & kCmaChosen ? PathTrials::Choice::Cma : PathTrials::Choice::Staged;
+    trials_.hold(step_.choice, zero.hold);
+    if (me() == 0) WEFT_INFO(kSubsysShm, "{}: {}", wait_->what(), decision.line);
+  }
+  const bool cmaChosen = tuned && step_.choice == PathTrials::Choice::Cma;
   peerSend_.assign(n(), nullptr);
   peerRecv_.assign(n(), nullptr);
   if (group_.oneProcess) {
@@ -238,7 +248,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     bool everyone = true;
     for (int q = 0; q < n(); ++q) everyone &= exposure(q).flags == kMapped;
     if (everyone) {
-      cancelTrial();  // (buffers every rank maps are read in place; nothing to time)
+      timeTrial_ = false;  // (buffers every rank maps are read in place: no trial of a path)
       return Path::Direct;
     }
   }
@@ -301,10 +311,16 @@ bool ShmCollectives::tunesPath(const NativeCall& call) const {
   }
 }
 
-void ShmCollectives::cancelTrial() {
-  if (!trialPending_) return;
-  trials_.cancel();
-  trialPending_ = false;
+const PathTrials::Step* ShmCollectives::trialStep(const NativeCall& call) {
+  if (!stepTaken_) {
+    stepTaken_ = true;
+    tunedCall_ = tunesPath(call);
+    if (tunedCall_) {
+      step_ = trials_.step(call.collective, call.count * call.elemSize);
+      timeTrial_ = step_.stage == PathTrials::Stage::Trial && me() == 0;
+    }
+  }
+  return tunedCall_ ? &step_ : nullptr;
 }
 
 bool ShmCollectives::anyRankInPlace(uint64_t bytes) const {
@@ -406,6 +422,7 @@ void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
   if (cpu.load(std::memory_order_relaxed) != now) cpu.store(now, std::memory_order_relaxed);
   if (spread_) spreadOut(now);
   const auto start = std::chrono::steady_clock::now();
+  stepTaken_ = tunedCall_ = timeTrial_ = false;
   switch (call.collective) {
     case Collective::AllReduce: allReduce(call); break;
     case Collective::ReduceScatter: reduceScatter(call); break;
@@ -417,12 +434,8 @@ void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
     case Collective::Scatter: scatter(call); break;
     default: fail(weftInternalError, "no shared-memory {}", collectiveName(call.collective));
   }
-  if (trialPending_) {
-    trialPending_ = false;
-    const std::string decided = trials_.record(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (!decided.empty()) WEFT_INFO(kSubsysShm, "{}: {}", wait.what(), decided);
-  }
+  if (timeTrial_)
+    trials_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   wait_ = nullptr;
 }
 

@@ -51,6 +51,7 @@ struct Exposure {
   uint64_t send = 0, recv = 0;  // addresses in the owner's address space
   uint32_t pid = 0;
   uint32_t flags = 0;           // kSendShared/kRecvShared: inside weftMemAlloc memory
+  uint32_t hold = 0;            // rank 0, deciding a path (path_trials.hpp): calls it holds for
   RegionRef sendRegion, recvRegion;
 };
 static_assert(sizeof(Exposure) <= 128);
@@ -154,11 +155,16 @@ class ShmCollectives {
   // everyone's, and decides the same way on every rank.
   Path choosePath(const NativeCall& call);
   Path decidePath(const NativeCall& call);
-  // Whether this call's choice between staging and CMA is rank 0's, from its trials
-  // (path_trials.hpp): the same answer on every rank.
+  // Whether this call's choice between staging and CMA follows the trials (path_trials.hpp):
+  // the same answer on every rank.
   bool tunesPath(const NativeCall& call) const;
-  // Rank 0: the call announced as a trial does not run the path it was to time.
-  void cancelTrial();
+  // Where tunesPath: this call's step of the trials, taken once per call; else nullptr.
+  const PathTrials::Step* trialStep(const NativeCall& call);
+  // Whether the trials say staged for this call without asking rank 0 (trial or hold).
+  static bool knownStaged(const PathTrials::Step* step) {
+    return step && step->stage != PathTrials::Stage::Decide &&
+           step->choice == PathTrials::Choice::Staged;
+  }
   // Exposures are double-buffered by call, so a rank a call ahead never overwrites what a
   // slower peer has yet to read.
   uint8_t* exposureLine(int q, uint32_t call) const;
@@ -208,8 +214,11 @@ class ShmCollectives {
   double cmaCostRatio_ = 0;  // given, or agreed at setUp (cma_cost.hpp); 0: not known
   bool tune_ = true;         // WEFT_SHM_TUNE
   bool tuning_ = false;      // setUp: trials decide staging against CMA (tunesPath)
-  PathTrials trials_;        // rank 0's
-  bool trialPending_ = false;  // rank 0: the running call is a trial, to be timed
+  PathTrials trials_;        // the same steps on every rank; times and decisions rank 0's
+  PathTrials::Step step_;    // the running call's, where stepTaken_ and tunedCall_
+  bool stepTaken_ = false;
+  bool tunedCall_ = false;
+  bool timeTrial_ = false;  // the running call is a trial that runs its path
   int cores_ = 0;
   bool oversubscribed_ = false;
   // Spreading ranks over the CPUs (cpu_spread.hpp): where each local rank last ran, and when

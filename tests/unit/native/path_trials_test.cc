@@ -7,82 +7,105 @@
 using weft::Collective;
 using weft::PathTrials;
 using Choice = PathTrials::Choice;
+using Stage = PathTrials::Stage;
 
 namespace {
 
-// Runs one class's trials, timing each call `staged` or `cma` seconds by its path, and returns
-// the paths the trials ran and the line the last one returned; `now` is the clock they see.
-std::string runTrials(PathTrials& trials, Collective c, uint64_t bytes, double staged, double cma,
-                      std::vector<Choice>* order = nullptr, double now = 0) {
-  std::string line;
+// Runs one class's trials as rank 0 does, timing each call `staged` or `cma` seconds by its
+// path, and returns the decision; `order` gets the paths the trials ran.
+PathTrials::Decision runTrials(PathTrials& trials, Collective c, uint64_t bytes, double staged,
+                               double cma, std::vector<Choice>* order = nullptr) {
   for (int k = 0; k < PathTrials::kTrials; ++k) {
-    const PathTrials::Next next = trials.next(c, bytes, now);
-    REQUIRE(next.trial);
-    if (order) order->push_back(next.choice);
-    line = trials.record(next.choice == Choice::Cma ? cma : staged);
-    if (k + 1 < PathTrials::kTrials) REQUIRE(line.empty());
+    const PathTrials::Step step = trials.step(c, bytes);
+    REQUIRE(step.stage == Stage::Trial);
+    REQUIRE(step.trial == k);
+    if (order) order->push_back(step.choice);
+    trials.record(step.choice == Choice::Cma ? cma : staged);
   }
-  return line;
+  REQUIRE(trials.step(c, bytes).stage == Stage::Decide);
+  return trials.decide();
 }
 
 }  // namespace
 
-TEST_CASE("PathTrials runs blocks of staged, CMA, CMA, staged calls, then keeps the faster") {
+TEST_CASE("PathTrials runs blocks of staged, CMA, CMA, staged calls, then decides the faster") {
   PathTrials trials;
   std::vector<Choice> order;
-  const std::string line = runTrials(trials, Collective::AllGather, 1 << 20, 2e-3, 1e-3, &order);
+  const PathTrials::Decision d =
+      runTrials(trials, Collective::AllGather, 1 << 20, 2e-3, 1e-3, &order);
   std::vector<Choice> expected;
   for (Choice c : {Choice::Staged, Choice::Cma, Choice::Cma, Choice::Staged})
     for (int i = 0; i < PathTrials::kBlock; ++i) expected.push_back(c);
   CHECK(order == expected);
-  INFO(line);
-  CHECK(line.find("CMA (median of 4 calls 1000.0 us, staged 2000.0 us)") != std::string::npos);
+  INFO(d.line);
+  CHECK(d.choice == Choice::Cma);
+  // About kHoldSeconds of calls at the chosen path's median time.
+  CHECK(d.holdCalls == static_cast<uint32_t>(PathTrials::kHoldSeconds / 1e-3));
+  CHECK(d.line.find("CMA (median of 4 calls 1000.0 us, staged 2000.0 us) for the next") !=
+        std::string::npos);
+  // Every rank takes rank 0's decision in the decide call, and holds it that many calls.
+  trials.hold(d.choice, 3);
   for (int k = 0; k < 3; ++k) {
-    const PathTrials::Next next = trials.next(Collective::AllGather, (1 << 20) + 1000, 0);
-    CHECK(!next.trial);
-    CHECK(next.choice == Choice::Cma);
-    CHECK(trials.record(1.0).empty());  // nothing pending: ignored
+    const PathTrials::Step step = trials.step(Collective::AllGather, (1 << 20) + 1000);
+    CHECK(step.stage == Stage::Hold);
+    CHECK(step.choice == Choice::Cma);
+    trials.record(1.0);  // not a trial: ignored
   }
-  // Staging faster: staging kept.
-  runTrials(trials, Collective::AllGather, 4 << 20, 1e-3, 3e-3);
-  CHECK(trials.next(Collective::AllGather, 4 << 20, 0).choice == Choice::Staged);
+  // Then the class is tried again, from the first trial.
+  const PathTrials::Step again = trials.step(Collective::AllGather, 1 << 20);
+  CHECK(again.stage == Stage::Trial);
+  CHECK(again.trial == 0);
   // Each collective and size class has its own trials.
-  CHECK(trials.next(Collective::AlltoAll, 1 << 20, 0).trial);
-  CHECK(trials.next(Collective::AllGather, 2 << 20, 0).trial);
+  CHECK(trials.step(Collective::AlltoAll, 1 << 20).stage == Stage::Trial);
+  CHECK(trials.step(Collective::AllGather, 2 << 20).trial == 0);
+}
+
+TEST_CASE("PathTrials decides staging where it is faster, and where CMA never ran") {
+  PathTrials trials;
+  const PathTrials::Decision d = runTrials(trials, Collective::AllReduce, 4 << 20, 1e-3, 3e-3);
+  CHECK(d.choice == Choice::Staged);
+  // A trial that went another way (buffers every rank maps) is not recorded: with no CMA time,
+  // staging is kept, for the fewest calls.
+  PathTrials other;
+  for (int k = 0; k < PathTrials::kTrials; ++k) {
+    const PathTrials::Step step = other.step(Collective::Broadcast, 1 << 20);
+    if (step.choice == Choice::Staged) other.record(5e-3);
+  }
+  REQUIRE(other.step(Collective::Broadcast, 1 << 20).stage == Stage::Decide);
+  const PathTrials::Decision none = other.decide();
+  CHECK(none.choice == Choice::Staged);
+  CHECK(none.holdCalls >= PathTrials::kMinHoldCalls);
 }
 
 TEST_CASE("PathTrials leaves out the first call of each block and one slow outlier") {
   PathTrials trials;
   // CMA is faster, except that the first call after each switch is very slow and one counted
   // CMA call is an outlier: the lower median of the rest still says CMA.
-  int k = 0, cmaCounted = 0;
-  std::string line;
-  for (; k < PathTrials::kTrials; ++k) {
-    const PathTrials::Next next = trials.next(Collective::AllReduce, 64 << 10, 0);
-    double t = next.choice == Choice::Cma ? 1e-3 : 2e-3;
+  int cmaCounted = 0;
+  for (int k = 0; k < PathTrials::kTrials; ++k) {
+    const PathTrials::Step step = trials.step(Collective::AllReduce, 64 << 10);
+    double t = step.choice == Choice::Cma ? 1e-3 : 2e-3;
     if (!weft::trialCounts(k))
       t = 1.0;
-    else if (next.choice == Choice::Cma && cmaCounted++ == 0)
+    else if (step.choice == Choice::Cma && cmaCounted++ == 0)
       t = 5e-3;
-    line = trials.record(t);
+    trials.record(t);
   }
-  INFO(line);
-  CHECK(trials.next(Collective::AllReduce, 64 << 10, 0).choice == Choice::Cma);
+  REQUIRE(trials.step(Collective::AllReduce, 64 << 10).stage == Stage::Decide);
+  const PathTrials::Decision d = trials.decide();
+  INFO(d.line);
+  CHECK(d.choice == Choice::Cma);
   for (int j = 0; j < PathTrials::kTrials; ++j)
     CHECK(weft::trialCounts(j) == (j % PathTrials::kBlock != 0));
 }
 
-TEST_CASE("PathTrials: a cancelled trial is neither counted nor timed") {
+TEST_CASE("PathTrials holds a decision for kHoldSeconds of calls, within its bounds") {
   PathTrials trials;
-  PathTrials::Next first = trials.next(Collective::AlltoAll, 1 << 20, 0);
-  REQUIRE(first.trial);
-  trials.cancel();
-  CHECK(trials.record(99.0).empty());
-  // Still at the first trial: a whole set of trials follows, and the cancelled time (99 s)
-  // played no part.
-  const std::string line = runTrials(trials, Collective::AlltoAll, 1 << 20, 1e-3, 2e-3);
-  INFO(line);
-  CHECK(line.find("staged (median of 4 calls 1000.0 us, CMA 2000.0 us)") != std::string::npos);
+  // 1 ns calls: the most calls; 100 s calls: the fewest.
+  CHECK(runTrials(trials, Collective::AllReduce, 8, 1e-9, 2e-9).holdCalls ==
+        PathTrials::kMaxHoldCalls);
+  CHECK(runTrials(trials, Collective::AllReduce, 1 << 30, 100, 200).holdCalls ==
+        PathTrials::kMinHoldCalls);
 }
 
 TEST_CASE("PathTrials::sizeClass is the power of two at or below") {
@@ -93,20 +116,4 @@ TEST_CASE("PathTrials::sizeClass is the power of two at or below") {
   CHECK(PathTrials::sizeClass(1 << 20) == 20);
   CHECK(PathTrials::sizeClass((2 << 20) - 1) == 20);
   CHECK(PathTrials::sizeClass(uint64_t{1} << 40) == 40);
-}
-
-TEST_CASE("PathTrials tries a class again once its choice is kRetrialSeconds old") {
-  PathTrials trials;
-  runTrials(trials, Collective::AllReduce, 1 << 20, 1e-3, 2e-3, nullptr, 10.0);
-  const double later = 10.0 + PathTrials::kRetrialSeconds / 2;
-  CHECK(!trials.next(Collective::AllReduce, 1 << 20, later).trial);
-  CHECK(trials.next(Collective::AllReduce, 1 << 20, later).choice == Choice::Staged);
-  // The machine changed: the new trials find CMA faster, and it is kept from then on.
-  const double retrial = 10.0 + PathTrials::kRetrialSeconds * 1.5;
-  const std::string line =
-      runTrials(trials, Collective::AllReduce, 1 << 20, 3e-3, 1e-3, nullptr, retrial);
-  INFO(line);
-  CHECK(line.find("CMA (median of 4 calls") != std::string::npos);
-  CHECK(!trials.next(Collective::AllReduce, 1 << 20, retrial + 1).trial);
-  CHECK(trials.next(Collective::AllReduce, 1 << 20, retrial + 1).choice == Choice::Cma);
 }
