@@ -60,25 +60,34 @@ void PathTrials::record(double seconds) {
   (lastStep_.choice == Choice::Cma ? cls.cma : cls.staged).push_back(seconds);
 }
 
-PathTrials::Decision PathTrials::decide() const {
-  Decision d;
+PathTrials::Medians PathTrials::medians() const {
   const auto it = classes_.find(last_);
-  if (it == classes_.end()) return d;
-  const Class& cls = it->second;
-  const double staged = lowerMedian(cls.staged), cma = lowerMedian(cls.cma);
-  d.choice =
-      !cls.cma.empty() && (cls.staged.empty() || cma < staged) ? Choice::Cma : Choice::Staged;
-  const double call = d.choice == Choice::Cma ? cma : staged;
+  if (it == classes_.end()) return {};
+  return {lowerMedian(it->second.staged), lowerMedian(it->second.cma)};
+}
+
+PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const {
+  Medians slowest;
+  bool cmaTimed = !ranks.empty();
+  for (const Medians& m : ranks) {
+    slowest.staged = std::max(slowest.staged, m.staged);
+    slowest.cma = std::max(slowest.cma, m.cma);
+    cmaTimed &= m.cma > 0;
+  }
+  const double staged = slowest.staged, cma = slowest.cma;
+  Decision d;
+  d.choice = cmaTimed && (staged <= 0 || cma < staged) ? Choice::Cma : Choice::Staged;
+  const bool viaCma = d.choice == Choice::Cma;
+  const double call = viaCma ? cma : staged;
   const double calls = call > 0 ? kHoldSeconds / call : double(kMinHoldCalls);
   d.holdCalls =
       static_cast<uint32_t>(std::clamp(calls, double(kMinHoldCalls), double(kMaxHoldCalls)));
-  const bool viaCma = d.choice == Choice::Cma;
   d.line = fmt::format(
-      "{} with blocks of {} B to twice that: {} (median of {} calls {:.1f} us, {} {:.1f} us) "
-      "for the next {} calls",
+      "{} with blocks of {} B to twice that: {} (slowest of {} ranks' median {:.1f} us, {} "
+      "{:.1f} us) for the next {} calls",
       collectiveName(static_cast<Collective>(last_.first)), uint64_t{1} << last_.second,
-      viaCma ? "CMA" : "staged", (viaCma ? cls.cma : cls.staged).size(), call * 1e6,
-      viaCma ? "staged" : "CMA", (viaCma ? staged : cma) * 1e6, d.holdCalls);
+      viaCma ? "CMA" : "staged", ranks.size(), call * 1e6, viaCma ? "staged" : "CMA",
+      (viaCma ? staged : cma) * 1e6, d.holdCalls);
   return d;
 }
 

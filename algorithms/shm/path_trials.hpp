@@ -7,15 +7,16 @@
 // KiB-2 MiB, and allgather 0.35x at 4 MiB; on another, at 2.8, staging won. So the ranks try
 // both. Each (collective, size class) goes through three stages, the same calls on every rank:
 // - trial: kTrials calls in blocks of kBlock with one path, staged, CMA, CMA, staged (the order
-//   evens out a drift); rank 0 times them, leaving out the first call of each block (it pays
-//   for the switch: caches, page faults on a larger output);
-// - decide: one call in which rank 0 publishes the path with the lower median time and for how
-//   many calls it holds (about kHoldSeconds of them), and every rank takes both from it;
+//   evens out a drift); every rank times them, leaving out the first call of each block (it
+//   pays for the switch: caches, page faults on a larger output);
+// - decide: one call in which every rank publishes its median time per path, and all keep the
+//   path whose slowest rank was faster, for about kHoldSeconds of calls (timing rank 0 alone
+//   misled: a broadcast root, or one of 4 ranks on 2 cores, is not the rank that waits longest);
 // - hold: that many calls on that path; then trials again. The machine changes under the
 //   ranks (on that AMD EPYC VM the staged 1 MiB allreduce took 58 us for a minute, then 120,
 //   while CMA stayed at 61-77).
-// In trial and hold calls every rank knows the path without asking rank 0, so a staged call
-// costs no exchange. Pure bookkeeping: the caller times the calls and carries rank 0's decision.
+// In trial and hold calls every rank knows the path without asking, so a staged call costs no
+// exchange. Pure bookkeeping: the caller times the calls and carries the medians between ranks.
 #pragma once
 
 #include <cstdint>
@@ -44,25 +45,31 @@ class PathTrials {
   // What one call of a class is: a trial of `choice`, the decision, or a held `choice`.
   struct Step {
     Stage stage = Stage::Trial;
-    Choice choice = Choice::Staged;  // (decide: rank 0's decision, once taken)
+    Choice choice = Choice::Staged;  // (decide: the decision, once taken)
     int trial = 0;                   // trial: which (0-based)
   };
   // Advances the class of collective `c` with `bytes` per block by one call.
   Step step(Collective c, uint64_t bytes);
-  // Rank 0, after a trial call that ran its path: its time in seconds. (A trial that went
-  // another way, such as buffers every rank maps, is not recorded: where no trial of a path
-  // was, decide() keeps staging.)
+  // After a trial call that ran its path: its time in seconds. (A trial that went another way,
+  // such as buffers every rank maps, is not recorded: where no trial of a path was, decide()
+  // keeps staging.)
   void record(double seconds);
 
-  // Rank 0, in a decide call: the faster path of the trials, the calls it holds for, and a
-  // line for the log.
+  // In a decide call: this rank's lower median time per path over its counted trials, seconds
+  // (0: none).
+  struct Medians {
+    double staged = 0, cma = 0;
+  };
+  Medians medians() const;
+  // The path whose slowest rank's median is lower, given every rank's medians (the same answer
+  // on every rank given the same list), the calls it holds for, and a line for the log.
   struct Decision {
     Choice choice = Choice::Staged;
     uint32_t holdCalls = kMinHoldCalls;
     std::string line;
   };
-  Decision decide() const;
-  // Every rank, in the decide call: rank 0's decision, which this call follows too.
+  Decision decide(const std::vector<Medians>& ranks) const;
+  // Every rank, in the decide call: the decision, which this call follows too.
   void hold(Choice choice, uint32_t holdCalls);
 
   // The size class of `bytes`: the power of two at or below it (0 for 0).
@@ -72,7 +79,7 @@ class PathTrials {
   struct Class {
     Stage stage = Stage::Trial;
     int trials = 0;                   // trial calls so far
-    std::vector<double> staged, cma;  // rank 0's counted trial times, seconds
+    std::vector<double> staged, cma;  // this rank's counted trial times, seconds
     Choice choice = Choice::Staged;
     uint32_t holdLeft = 0;  // hold: calls still to come
   };

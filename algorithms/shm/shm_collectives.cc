@@ -21,9 +21,6 @@ namespace weft {
 namespace {
 
 constexpr uint32_t kSendShared = 1, kRecvShared = 2, kMapped = 4;
-// In rank 0's exposure, where the path follows its trials (tunesPath): this call reads peers
-// through CMA.
-constexpr uint32_t kCmaChosen = 8;
 const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe reads
 
 }  // namespace
@@ -188,15 +185,14 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // calls, 5 alternating runs, time without the exchange over with it: allgather 0.84,
   // broadcast 0.93, alltoall 0.82, reduce-scatter 0.89; 4 ranks, broadcast 0.77.)
   // Where the trials decide (path_trials.hpp), trial and hold calls know their path; in a
-  // decide call rank 0 publishes its decision with its exposure.
+  // decide call every rank publishes its trial times with its exposure.
   const PathTrials::Step* step = trialStep(call);
   const bool tuned = step != nullptr;
   const bool deciding = tuned && step->stage == PathTrials::Stage::Decide;
-  PathTrials::Decision decision;
-  if (deciding && me() == 0) {
-    decision = trials_.decide();
-    if (decision.choice == PathTrials::Choice::Cma) mine.flags |= kCmaChosen;
-    mine.hold = decision.holdCalls;
+  if (deciding) {
+    const PathTrials::Medians m = trials_.medians();
+    mine.trialStaged = m.staged;
+    mine.trialCma = m.cma;
   }
   const uint32_t both = kSendShared | kRecvShared;
   const bool stagedUnlessAllShared =
@@ -209,9 +205,12 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   publishExposure(mine, !knowsStaged);
   if (knowsStaged) return Path::Staged;
   if (deciding) {
-    const Exposure& zero = exposure(0);
-    step_.choice = zero.flags & kCmaChosen ? PathTrials::Choice::Cma : PathTrials::Choice::Staged;
-    trials_.hold(step_.choice, zero.hold);
+    std::vector<PathTrials::Medians> medians;
+    for (int q = 0; q < n(); ++q)
+      medians.push_back({exposure(q).trialStaged, exposure(q).trialCma});
+    const PathTrials::Decision decision = trials_.decide(medians);
+    step_.choice = decision.choice;
+    trials_.hold(decision.choice, decision.holdCalls);
     if (me() == 0) WEFT_INFO(kSubsysShm, "{}: {}", wait_->what(), decision.line);
   }
   const bool cmaChosen = tuned && step_.choice == PathTrials::Choice::Cma;
@@ -317,7 +316,7 @@ const PathTrials::Step* ShmCollectives::trialStep(const NativeCall& call) {
     tunedCall_ = tunesPath(call);
     if (tunedCall_) {
       step_ = trials_.step(call.collective, call.count * call.elemSize);
-      timeTrial_ = step_.stage == PathTrials::Stage::Trial && me() == 0;
+      timeTrial_ = step_.stage == PathTrials::Stage::Trial;
     }
   }
   return tunedCall_ ? &step_ : nullptr;

@@ -51,7 +51,7 @@ struct Exposure {
   uint64_t send = 0, recv = 0;  // addresses in the owner's address space
   uint32_t pid = 0;
   uint32_t flags = 0;           // kSendShared/kRecvShared: inside weftMemAlloc memory
-  uint32_t hold = 0;            // rank 0, deciding a path (path_trials.hpp): calls it holds for
+  double trialStaged = 0, trialCma = 0;  // deciding a path (path_trials.hpp): my medians
   RegionRef sendRegion, recvRegion;
 };
 static_assert(sizeof(Exposure) <= 128);
@@ -214,7 +214,7 @@ class ShmCollectives {
   double cmaCostRatio_ = 0;  // given, or agreed at setUp (cma_cost.hpp); 0: not known
   bool tune_ = true;         // WEFT_SHM_TUNE
   bool tuning_ = false;      // setUp: trials decide staging against CMA (tunesPath)
-  PathTrials trials_;        // the same steps on every rank; times and decisions rank 0's
+  PathTrials trials_;        // the same steps and decisions on every rank; times each rank's
   PathTrials::Step step_;    // the running call's, where stepTaken_ and tunedCall_
   bool stepTaken_ = false;
   bool tunedCall_ = false;

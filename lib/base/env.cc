@@ -65,10 +65,10 @@ constexpr std::array kVariables = {
     EnvVar{"WEFT_SHM_TUNE", "1",
            "1: between processes with ordinary buffers (WEFT_SHM_MODE=auto, CMA working, "
            "WEFT_SHM_CMA_COST not given), the first 12 calls of each collective and power-of-two "
-           "size run staged and through CMA, 3 at a time; rank 0 times them, and in the next "
-           "call every rank takes from it the path with the lower median, which holds for "
-           "about 5 s of calls (100 to 2^30) before the trials run again (logged at INFO); 0: "
-           "the measured CMA cost decides"},
+           "size run staged and through CMA, 3 at a time; every rank times them, and in the "
+           "next call all keep the path whose slowest rank's median is lower, for about 5 s of "
+           "calls (100 to 2^30) before the trials run again (logged at INFO); 0: the measured "
+           "CMA cost decides"},
     EnvVar{"WEFT_SHM_SPREAD", "1",
            "1: before a shared-memory collective, a rank that shares its CPU with more of the "
            "host's ranks than their share of the CPUs moves to the least crowded CPU of its "

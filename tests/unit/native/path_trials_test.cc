@@ -11,7 +11,7 @@ using Stage = PathTrials::Stage;
 
 namespace {
 
-// Runs one class's trials as rank 0 does, timing each call `staged` or `cma` seconds by its
+// Runs one class's trials as one rank does, timing each call `staged` or `cma` seconds by its
 // path, and returns the decision; `order` gets the paths the trials ran.
 PathTrials::Decision runTrials(PathTrials& trials, Collective c, uint64_t bytes, double staged,
                                double cma, std::vector<Choice>* order = nullptr) {
@@ -23,7 +23,7 @@ PathTrials::Decision runTrials(PathTrials& trials, Collective c, uint64_t bytes,
     trials.record(step.choice == Choice::Cma ? cma : staged);
   }
   REQUIRE(trials.step(c, bytes).stage == Stage::Decide);
-  return trials.decide();
+  return trials.decide({trials.medians()});
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ TEST_CASE("PathTrials runs blocks of staged, CMA, CMA, staged calls, then decide
   CHECK(d.choice == Choice::Cma);
   // About kHoldSeconds of calls at the chosen path's median time.
   CHECK(d.holdCalls == static_cast<uint32_t>(PathTrials::kHoldSeconds / 1e-3));
-  CHECK(d.line.find("CMA (median of 4 calls 1000.0 us, staged 2000.0 us) for the next") !=
+  CHECK(d.line.find("CMA (slowest of 1 ranks' median 1000.0 us, staged 2000.0 us) for the next") !=
         std::string::npos);
   // Every rank takes rank 0's decision in the decide call, and holds it that many calls.
   trials.hold(d.choice, 3);
@@ -72,7 +72,7 @@ TEST_CASE("PathTrials decides staging where it is faster, and where CMA never ra
     if (step.choice == Choice::Staged) other.record(5e-3);
   }
   REQUIRE(other.step(Collective::Broadcast, 1 << 20).stage == Stage::Decide);
-  const PathTrials::Decision none = other.decide();
+  const PathTrials::Decision none = other.decide({other.medians()});
   CHECK(none.choice == Choice::Staged);
   CHECK(none.holdCalls >= PathTrials::kMinHoldCalls);
 }
@@ -92,11 +92,27 @@ TEST_CASE("PathTrials leaves out the first call of each block and one slow outli
     trials.record(t);
   }
   REQUIRE(trials.step(Collective::AllReduce, 64 << 10).stage == Stage::Decide);
-  const PathTrials::Decision d = trials.decide();
+  const PathTrials::Decision d = trials.decide({trials.medians()});
   INFO(d.line);
   CHECK(d.choice == Choice::Cma);
   for (int j = 0; j < PathTrials::kTrials; ++j)
     CHECK(weft::trialCounts(j) == (j % PathTrials::kBlock != 0));
+}
+
+TEST_CASE("PathTrials decides by the slowest rank's median of each path") {
+  PathTrials trials;
+  trials.step(Collective::Broadcast, 1 << 20);
+  // The root (rank 0) finds CMA faster; a receiver finds it slower, and is the slowest rank.
+  const std::vector<PathTrials::Medians> ranks = {{2e-3, 1e-3}, {2.5e-3, 4e-3}, {2e-3, 3e-3}};
+  const PathTrials::Decision d = trials.decide(ranks);
+  INFO(d.line);
+  CHECK(d.choice == Choice::Staged);
+  CHECK(d.line.find("staged (slowest of 3 ranks' median 2500.0 us, CMA 4000.0 us)") !=
+        std::string::npos);
+  // A rank with no CMA time (its trials went another way): staging.
+  CHECK(trials.decide({{2e-3, 1e-3}, {2e-3, 0}}).choice == Choice::Staged);
+  CHECK(trials.decide({{2e-3, 1e-3}, {3e-3, 1.5e-3}}).choice == Choice::Cma);
+  CHECK(trials.decide({}).choice == Choice::Staged);
 }
 
 TEST_CASE("PathTrials holds a decision for kHoldSeconds of calls, within its bounds") {
