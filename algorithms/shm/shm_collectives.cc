@@ -106,9 +106,12 @@ void ShmCollectives::setUp(const WaitContext& wait) {
     WEFT_INFO(kSubsysShm, "{}: CMA from rank {} refused ({}); copying through shared memory",
               wait.what(), group_.ranks[next], got < 0 ? std::strerror(errno) : "short read");
   mine.flags = ok ? 1 : 0;
+  // Whether this rank would try both paths (path_trials.hpp): all must, or none does (ranks
+  // started with different WEFT_SHM_TUNE or WEFT_SHM_CMA_COST would take different paths).
+  const bool given = cmaCostRatio_ > 0;
+  if (tune_ && !given) mine.flags |= 2;
   // Whether CMA is cheap here (cma_cost.hpp): given, or measured by every rank (once per
   // process; later communicators reuse it) and agreed as the median.
-  const bool given = cmaCostRatio_ > 0;
   auto measured = [] {
     static const double ratio = cmaCostRatio();
     return ratio;
@@ -118,8 +121,10 @@ void ShmCollectives::setUp(const WaitContext& wait) {
   std::memcpy(&mine.recv, &ratio, sizeof ratio);
   publishExposure(mine);
   std::vector<double> ratios;
+  bool everyoneTunes = true;
   for (int q = 0; q < n(); ++q) {
-    cmaWorks_ &= exposure(q).flags == 1;
+    cmaWorks_ &= (exposure(q).flags & 1) != 0;
+    everyoneTunes &= (exposure(q).flags & 2) != 0;
     double theirs;
     std::memcpy(&theirs, &exposure(q).recv, sizeof theirs);
     ratios.push_back(theirs);
@@ -135,7 +140,7 @@ void ShmCollectives::setUp(const WaitContext& wait) {
     for (int c = 0; c < kNumCollectives; ++c)
       if (serves(Collective(c)) && someSize(Collective(c)))
         viaCma += std::string(viaCma.empty() ? "" : " ") + collectiveName(Collective(c));
-    tuning_ = tune_ && !given;
+    tuning_ = everyoneTunes;
     if (tuning_)
       WEFT_INFO(kSubsysShm,
                 "{}: a CMA copy costs {:.2f} memcpys here (median of {} ranks); with ordinary "
