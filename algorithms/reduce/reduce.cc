@@ -1069,27 +1069,17 @@ ReduceManyFn reduceManyKernel(weftDataType_t datatype, ReduceKind kind) noexcept
 }
 
 const char* reduceKernelIsa(weftDataType_t datatype) noexcept {
-  switch (datatype) {
-    case weftFloat16:
+  // Read off the kernel the selection returns (its sum), so that this cannot drift from it.
+  [[maybe_unused]] const ReduceFn kernel = kernelFor<ReduceKind::Sum>(datatype);
 #if WEFT_REDUCE_FP16
-      if (cpuHasAvx512Fp16()) return "avx512-fp16";
+  if (kernel == reduceHalfAvx512<ReduceKind::Sum> || kernel == reduceE5m2Avx512<ReduceKind::Sum>)
+    return "avx512-fp16";
 #endif
 #if WEFT_REDUCE_X86
-      if (cpuHasF16c()) return "f16c";
+  if (kernel == reduceHalfF16c<ReduceKind::Sum>) return "f16c";
+  if (kernel == reduceBfloat16Avx512<ReduceKind::Sum>) return "avx512-bf16";
 #endif
-      return "generic";
-    case weftBfloat16:
-#if WEFT_REDUCE_X86
-      if (cpuHasAvx512Bf16()) return "avx512-bf16";
-#endif
-      return "generic";
-    case weftFloat8e5m2:
-#if WEFT_REDUCE_FP16
-      if (cpuHasAvx512Fp16()) return "avx512-fp16";
-#endif
-      return "generic";
-    default: return "generic";
-  }
+  return "generic";
 }
 
 void scale(void* dst, const void* src, size_t count, weftDataType_t datatype,

@@ -30,9 +30,9 @@ using ReduceManyFn = void (*)(void* dst, const void* const* srcs, int nsrcs, siz
 // nullptr for an invalid datatype.
 ReduceManyFn reduceManyKernel(weftDataType_t datatype, ReduceKind kind) noexcept;
 
-// Which instructions the kernels of `datatype` use beyond the compiler-vectorised loops:
-// "avx512-fp16" (half, fp8 E5M2), "avx512-bf16" (bfloat16), "f16c" (half), or "generic". What
-// the CPU has, as limited by WEFT_REDUCE_HALF_ISA.
+// Which instructions the kernel reduceKernel picks for `datatype` uses beyond the
+// compiler-vectorised loops: "avx512-fp16" (half, fp8 E5M2), "avx512-bf16" (bfloat16), "f16c"
+// (half), or "generic". What the CPU has, as limited by WEFT_REDUCE_HALF_ISA.
 const char* reduceKernelIsa(weftDataType_t datatype) noexcept;
 
 // dst[i] = src[i] * scalar, where scalar points to one value of `datatype` (dst may equal src).

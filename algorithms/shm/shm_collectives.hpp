@@ -160,7 +160,7 @@ class ShmCollectives {
   bool tunesPath(const NativeCall& call) const;
   // Where tunesPath: this call's step of the trials, taken once per call; else nullptr.
   const PathTrials::Step* trialStep(const NativeCall& call);
-  // Whether the trials say staged for this call without asking rank 0 (trial or hold).
+  // Whether the trials say staged for this call without an exchange (a trial or hold call).
   static bool knownStaged(const PathTrials::Step* step) {
     return step && step->stage != PathTrials::Stage::Decide &&
            step->choice == PathTrials::Choice::Staged;

@@ -35,7 +35,7 @@ fi
 # A bad value is an error at init that names the variable.
 for bad in "WEFT_TIMEOUT_MS=soon" "WEFT_DEBUG=LOUD" "WEFT_DEBUG_SUBSYS=INIT,BOGUS" "WEFT_CHUNK_BYTES=3" \
            "WEFT_SHM_SLOT_BYTES=100" "WEFT_SHM_CMA_COST=cheap" "WEFT_SHM_CMA_COST=0" \
-           "WEFT_SHM_SPREAD=2"; do
+           "WEFT_SHM_SPREAD=2" "WEFT_SHM_TUNE=yes"; do
   if env "$bad" "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1; then
     echo "$bad: the job succeeded"; exit 1
   fi

@@ -26,6 +26,8 @@ TEST_CASE("an empty environment gives the documented defaults") {
   CHECK(parse({{"WEFT_NET_CHANNELS", "4"}}).netChannels == 4);
   CHECK(e.shmSpread);
   CHECK_FALSE(parse({{"WEFT_SHM_SPREAD", "0"}}).shmSpread);
+  CHECK(e.shmTune);
+  CHECK_FALSE(parse({{"WEFT_SHM_TUNE", "0"}}).shmTune);
   CHECK(parse({{"WEFT_SHM_CORES", "8"}}).shmCores == 8);
   CHECK(parse({}).shmCores == 0);
 }
@@ -59,4 +61,5 @@ TEST_CASE("bad values of WEFT_* variables are errors that name the variable") {
     expectError({{"WEFT_NET_CHANNELS", channels}}, "WEFT_NET_CHANNELS");
   for (const char* cores : {"0", "1025", "many"})
     expectError({{"WEFT_SHM_CORES", cores}}, "WEFT_SHM_CORES");
+  for (const char* tune : {"2", "yes"}) expectError({{"WEFT_SHM_TUNE", tune}}, "WEFT_SHM_TUNE");
 }
