@@ -91,6 +91,16 @@ std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
   return b;
 }
 
+// Broadcast and scatter through CMA: how many elements at the end of every receiver's block the
+// root writes into it (process_vm_writev) while the receiver reads the rest, so that both copy
+// at once instead of the root waiting. 1/n of the block, which shares the copies evenly, but
+// only with the root in place: out of place, its own block's copy already keeps it as busy as a
+// receiver (2 ranks, 1 MiB: 45-49 us sharing 0.3 of the block, 44-50 not sharing).
+uint64_t rootWrites(Collective c, int n, uint64_t count, bool rootInPlace) {
+  if (n < 2 || !rootInPlace) return 0;
+  return c == Collective::Broadcast || c == Collective::Scatter ? count / uint64_t(n) : 0;
+}
+
 }  // namespace
 
 void ShmCollectives::broadcast(const NativeCall& call) { movePeerReadOrStaged(call); }
@@ -127,10 +137,12 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
 // cache, and the copies are spread over the senders; perf/compare, 2 and 4 ranks, 5 alternating
 // repetitions on a loaded machine: allgather 0.7-0.8x the time of reading at 1-4 MiB. CMA,
 // broadcast, scatter and alltoall: every rank reads its blocks (process_vm_readv), so that a
-// root does not copy every block itself (broadcast: pushing took 1.5-2x as long). Sharing a
-// broadcast's copies (the root writing 1/n of every receiver's output while the receivers read
-// the rest) took 1.1x as long as reading alone at 1-64 MiB on 2 ranks (5 alternating runs
-// against dcf2d9b), so the receivers read everything.
+// root does not copy every block itself (broadcast: pushing took 1.5-2x as long). A root in
+// place also writes the last 1/n of every receiver's block (rootWrites). On the Intel Xeon
+// build machine (dcf2d9b) that took 1.1x as long as the receivers reading everything, at 1-64
+// MiB on 2 ranks; on the AMD EPYC one (4f6b09b and a temporary switch, CMA forced, in place,
+// 3 alternating runs) it took 0.39-0.47x as long at 1 MiB on 2 ranks, 0.46-0.54 at 4 MiB and
+// 0.30-0.38 at 16 MiB (24-26 against 50-62 us at 1 MiB), and 0.81-1.08 on 4 ranks at 1-16 MiB.
 void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
   const uint64_t blockBytes = call.count * call.elemSize;
   const bool gather = call.collective == Collective::Gather;
@@ -149,12 +161,29 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
     // ranks, 16 MiB), 0.56 (4, 4 MiB); alltoall 0.82, 0.61; broadcast 1.0, 0.59; 2 ranks at 4
     // MiB and 8 ranks at 1-8 MiB 0.95-1.12 (within this machine's noise).
     const bool streamed = path == Path::Direct && streamOutput(blockBytes * transfers.size(), n());
+    const Exposure& root = exposure(call.root);
+    const uint64_t rootInPlaceAt =
+        call.collective == Collective::Scatter ? uint64_t(call.root) * blockBytes : 0;
+    const uint64_t tail = path == Path::Cma ? rootWrites(call.collective, n(), call.count,
+                                                         root.recv == root.send + rootInPlaceAt) *
+                                                  call.elemSize
+                                            : 0;
+    const uint64_t head = blockBytes - tail;
+    if (tail > 0 && me() == call.root)
+      for (int k = 1; k < n(); ++k) {
+        const int q = (me() + k) % n();
+        const Transfer t = transfersTo(call.collective, q, n(), call.root).front();
+        copyToPeer(q, t.toBlock * blockBytes + head,
+                   static_cast<const uint8_t*>(call.sendbuff) + t.fromBlock * blockBytes + head,
+                   tail);
+      }
     for (const Transfer& t : transfers) {
       uint8_t* dst = out + t.toBlock * blockBytes;
       if (streamed && t.from != me())
         streamCopy(dst, peerInput(t.from, t.fromBlock * blockBytes), blockBytes);
       else
-        copyFromPeer(path, t.from, t.fromBlock * blockBytes, dst, blockBytes);
+        copyFromPeer(path, t.from, t.fromBlock * blockBytes, dst,
+                     t.from == call.root && t.from != me() ? head : blockBytes);
     }
   }
   arrive();

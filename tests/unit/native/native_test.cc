@@ -95,7 +95,8 @@ std::vector<std::string> sweep(Collective coll, int n) {
 // that writes its output while a peer still reads the same memory as its input would corrupt
 // that peer's result: the direct one-shot allreduce and alltoall's reading of peers' buffers
 // must see it and not run, on every rank alike (a rank that alone stages waits for peers that
-// read instead).
+// read instead). A broadcast's or scatter's root (rank 0) in place writes part of the
+// receivers' blocks through CMA while they read the rest, whether they are in place or not.
 std::vector<std::string> mixedInPlace(Collective coll, int n) {
   ThreadComms comms(n);
   std::vector<std::vector<std::string>> failures(n);
@@ -150,9 +151,11 @@ TEST_CASE("reduce") { check(Collective::Reduce); }
 TEST_CASE("broadcast") { check(Collective::Broadcast); }
 TEST_CASE("allgather") { check(Collective::AllGather); }
 TEST_CASE("alltoall") { check(Collective::AlltoAll); }
-TEST_CASE("allreduce and alltoall with some ranks in place") {
+TEST_CASE("collectives with some ranks in place") {
   checkRanks(Collective::AllReduce, mixedInPlace);
   checkRanks(Collective::AlltoAll, mixedInPlace);
+  checkRanks(Collective::Broadcast, mixedInPlace);
+  checkRanks(Collective::Scatter, mixedInPlace);
 }
 TEST_CASE("gather and scatter") {
   check(Collective::Gather);
