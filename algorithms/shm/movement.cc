@@ -93,12 +93,15 @@ std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
 
 // Broadcast and scatter through CMA: how many elements at the end of every receiver's block the
 // root writes into it (process_vm_writev) while the receiver reads the rest, so that both copy
-// at once instead of the root waiting. 1/n of the block, which shares the copies evenly, but
-// only with the root in place: out of place, its own block's copy already keeps it as busy as a
-// receiver (2 ranks, 1 MiB: 45-49 us sharing 0.3 of the block, 44-50 not sharing).
+// at once instead of the root waiting. In place, 1/n of the block, which shares the copies
+// evenly; out of place, 1/(n + 1), the root's copy of its own block counting as one more
+// receiver's. CMA forced, 2 ranks out of place, 5 alternating runs at cafd94f with a temporary
+// switch, medians at 1, 4 and 16 MiB: 47.5, 193 and 1427 us writing 1/3 (47.9, 185 and 1300
+// writing 1/4, 51.8-53.3, 211-213 and 1518-1606 writing 0.4) against 61.3, 237 and 1973 not
+// writing; 4 ranks, 3 runs, 1/5: 0.79x, 1.07x and 0.82x the time.
 uint64_t rootWrites(Collective c, int n, uint64_t count, bool rootInPlace) {
-  if (n < 2 || !rootInPlace) return 0;
-  return c == Collective::Broadcast || c == Collective::Scatter ? count / uint64_t(n) : 0;
+  if (n < 2 || (c != Collective::Broadcast && c != Collective::Scatter)) return 0;
+  return count / uint64_t(rootInPlace ? n : n + 1);
 }
 
 }  // namespace
@@ -137,8 +140,8 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
 // cache, and the copies are spread over the senders; perf/compare, 2 and 4 ranks, 5 alternating
 // repetitions on a loaded machine: allgather 0.7-0.8x the time of reading at 1-4 MiB. CMA,
 // broadcast, scatter and alltoall: every rank reads its blocks (process_vm_readv), so that a
-// root does not copy every block itself (broadcast: pushing took 1.5-2x as long). A root in
-// place also writes the last 1/n of every receiver's block (rootWrites). On the Intel Xeon
+// root does not copy every block itself (broadcast: pushing took 1.5-2x as long). The root also
+// writes the end of every receiver's block (rootWrites): in place, the last 1/n. On the Intel Xeon
 // build machine (dcf2d9b) that took 1.1x as long as the receivers reading everything, at 1-64
 // MiB on 2 ranks; on the AMD EPYC one (4f6b09b and a temporary switch, CMA forced, in place,
 // 3 alternating runs) it took 0.39-0.47x as long at 1 MiB on 2 ranks, 0.46-0.54 at 4 MiB and
