@@ -198,12 +198,12 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   const std::vector<uint64_t> mine = blocksOf(call.collective, me(), n(), call.root);
   const std::vector<Transfer> needs = transfersTo(call.collective, me(), n(), call.root);
   // Pieces of each block small enough that a rank's staged blocks fit its slot, and at most
-  // kMovePieceBytes.
+  // kStagePieceBytes.
   size_t mostBlocks = 1;
   for (int q = 0; q < n(); ++q)
     mostBlocks = std::max(mostBlocks, blocksOf(call.collective, q, n(), call.root).size());
   const uint64_t piece = std::max<uint64_t>(
-      1, std::min(segment_.geometry().slotBytes / mostBlocks, kMovePieceBytes) / es);
+      1, std::min(segment_.geometry().slotBytes / mostBlocks, kStagePieceBytes) / es);
   // Where each needed block sits in its owner's slot.
   std::vector<size_t> slotIndex;
   for (const Transfer& t : needs) {

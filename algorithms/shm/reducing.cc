@@ -74,7 +74,8 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
 
 void ShmCollectives::reduce(const NativeCall& call) {
   const uint32_t es = call.elemSize;
-  const uint64_t perChunk = segment_.geometry().slotBytes / es;
+  const uint64_t perChunk =
+      std::max<uint64_t>(1, std::min(segment_.geometry().slotBytes, kStagePieceBytes) / es);
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
   const bool root = me() == call.root;

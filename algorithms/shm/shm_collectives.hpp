@@ -104,18 +104,20 @@ class ShmCollectives {
   // Other collectives read peers' buffers in place (direct or CMA) above this many bytes per
   // block (2 ranks: from it on), and stage through the slots below.
   static constexpr uint64_t kPeerReadFromBytes = 16 << 10;
-  // Broadcast, allgather, alltoall, gather and scatter stage at most this much per block and
-  // phase, whatever the slot size. Slots of one L2 (1 MiB on 2 ranks of the AMD EPYC VM,
-  // defaultSlotBytes; 1 MiB for ranks that share cores) made a block's piece the whole slot.
-  // There, staged, weft-perf, 3 alternating runs at ca7cbb9 with a temporary switch, medians,
-  // time with 512 KiB pieces over 1 MiB at 1, 4 and 16 MiB: 2 ranks broadcast 0.23-0.24,
-  // allgather 1.01, 0.40, 0.42, alltoall 1.05, 0.43, 0.56; 4 ranks broadcast 0.44-0.50,
-  // allgather 1.00, 0.60, 0.58, alltoall 0.96-1.01 (pieces of a third of the slot already).
-  // 256 KiB slots against 512 KiB on 2 ranks: 0.97-1.06 for these (alltoall 0.80 at 16 MiB),
-  // 1.04-1.09 for reduce-scatter. Reduce-scatter and allreduce keep their pieces: 512 KiB
-  // slots against 1 MiB took them 0.93-1.01 (allreduce) and 1.01-1.14 (reduce-scatter) on 2
-  // ranks, and 1.03-1.10 on 4.
-  static constexpr uint64_t kMovePieceBytes = 512 << 10;
+  // Broadcast, allgather, alltoall, gather and scatter stage at most this much of a block per
+  // phase, and reduce this much of its input, whatever the slot size. Slots of one L2 (1 MiB
+  // on 2 ranks of the AMD EPYC VM, defaultSlotBytes; 1 MiB for ranks that share cores) made a
+  // piece the whole slot. There, staged, weft-perf, 3 alternating runs, medians, time with
+  // 512 KiB pieces over 1 MiB at 1, 4 and 16 MiB (ca7cbb9 with a temporary switch; reduce:
+  // 512 KiB slots against 1 MiB): 2 ranks broadcast 0.23-0.24, allgather 1.01, 0.40, 0.42,
+  // alltoall 1.05, 0.43, 0.56, reduce 0.43, 0.41, 0.61; 4 ranks broadcast 0.44-0.50,
+  // allgather 1.00, 0.60, 0.58, alltoall 0.96-1.01 (pieces of a third of the slot already),
+  // reduce 0.50, 0.47, 0.69. 256 KiB slots against 512 KiB on 2 ranks: 0.97-1.06 for the
+  // movement (alltoall 0.80 at 16 MiB), 1.04-1.09 for reduce-scatter. Reduce-scatter and
+  // allreduce keep their pieces (each rank stages the other slices only): 512 KiB slots
+  // against 1 MiB took them 0.93-1.01 (allreduce) and 1.01-1.14 (reduce-scatter) on 2 ranks,
+  // and 1.03-1.10 on 4.
+  static constexpr uint64_t kStagePieceBytes = 512 << 10;
 
  private:
   enum class Path { Staged, Direct, Cma };
