@@ -187,8 +187,9 @@ class RankBuffers {
     } else {
       uint8_t* send = a_.get(sendN * es + skew) + skew;
       uint8_t* recv = b_.get(recvN * es + skew) + skew;
-      std::memcpy(send, input, sendN * es);
-      std::memset(recv, 0xEE, recvN * es);
+      // (Memory from weftMemAlloc is null for 0 bytes, which memcpy may not take.)
+      if (sendN) std::memcpy(send, input, sendN * es);
+      if (recvN) std::memset(recv, 0xEE, recvN * es);
       sendbuff = sendN ? send : nullptr;
       recvbuff = recvN ? recv : nullptr;
     }
