@@ -164,13 +164,10 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
     // ranks, 16 MiB), 0.56 (4, 4 MiB); alltoall 0.82, 0.61; broadcast 1.0, 0.59; 2 ranks at 4
     // MiB and 8 ranks at 1-8 MiB 0.95-1.12 (within this machine's noise).
     const bool streamed = path == Path::Direct && streamOutput(blockBytes * transfers.size(), n());
-    const Exposure& root = exposure(call.root);
-    const uint64_t rootInPlaceAt =
-        call.collective == Collective::Scatter ? uint64_t(call.root) * blockBytes : 0;
-    const uint64_t tail = path == Path::Cma ? rootWrites(call.collective, n(), call.count,
-                                                         root.recv == root.send + rootInPlaceAt) *
-                                                  call.elemSize
-                                            : 0;
+    const uint64_t tail =
+        path == Path::Cma
+            ? rootWrites(call.collective, n(), call.count, inPlaceAt(call.root)) * call.elemSize
+            : 0;
     const uint64_t head = blockBytes - tail;
     if (tail > 0 && me() == call.root)
       for (int k = 1; k < n(); ++k) {

@@ -20,7 +20,8 @@
 namespace weft {
 namespace {
 
-constexpr uint32_t kSendShared = 1, kRecvShared = 2, kMapped = 4;
+// kInPlace: the call is in NCCL's in-place form on this rank (NativeCall::inPlace).
+constexpr uint32_t kSendShared = 1, kRecvShared = 2, kMapped = 4, kInPlace = 8;
 const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe reads
 
 }  // namespace
@@ -86,6 +87,10 @@ void ShmCollectives::publishExposure(const Exposure& mine, bool waitForPeers) {
 
 const Exposure& ShmCollectives::exposure(int q) const {
   return *reinterpret_cast<const Exposure*>(exposureLine(q, exposures_ - 1));
+}
+
+bool ShmCollectives::inPlaceAt(int q) const {
+  return (exposure(q).flags & kInPlace) != 0;
 }
 
 void ShmCollectives::setUp(const WaitContext& wait) {
@@ -175,6 +180,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   // shared.)
   if (!call.sendbuff) mine.flags |= kSendShared;
   if (!call.recvbuff) mine.flags |= kRecvShared;
+  if (call.inPlace) mine.flags |= kInPlace;
   if (auto r = call.sendbuff ? regions.find(call.sendbuff, 1) : std::nullopt) {
     mine.flags |= kSendShared;
     mine.sendRegion = *r;
@@ -247,10 +253,10 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
       if (e.recv) mapped &= (peerRecv_[q] = mappings_.map(pid, e.recvRegion)) != nullptr;
     }
     Exposure verdict = mine;
-    verdict.flags = mapped ? kMapped : 0;
+    verdict.flags = (mapped ? kMapped : 0) | (mine.flags & kInPlace);
     publishExposure(verdict);
     bool everyone = true;
-    for (int q = 0; q < n(); ++q) everyone &= exposure(q).flags == kMapped;
+    for (int q = 0; q < n(); ++q) everyone &= (exposure(q).flags & kMapped) != 0;
     if (everyone) {
       timeTrial_ = false;  // (buffers every rank maps are read in place: no trial of a path)
       return Path::Direct;

@@ -183,6 +183,8 @@ class ShmCollectives {
   // slower peer has yet to read.
   uint8_t* exposureLine(int q, uint32_t call) const;
   const Exposure& exposure(int q) const;
+  // After choosePath: whether peer q's call is in NCCL's in-place form (as it published).
+  bool inPlaceAt(int q) const;
   // Publishes this rank's exposure for the next exchange and, if `waitForPeers`, waits until
   // every peer has published theirs.
   void publishExposure(const Exposure& mine, bool waitForPeers = true);
