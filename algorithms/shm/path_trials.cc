@@ -29,8 +29,8 @@ int PathTrials::sizeClass(uint64_t bytes) {
   return bytes == 0 ? 0 : static_cast<int>(std::bit_width(bytes)) - 1;
 }
 
-PathTrials::Step PathTrials::step(Collective c, uint64_t bytes) {
-  last_ = {static_cast<int>(c), sizeClass(bytes)};
+PathTrials::Step PathTrials::step(Collective c, uint64_t bytes, bool rootInPlace) {
+  last_ = {static_cast<int>(c), rootInPlace, sizeClass(bytes)};
   Class& cls = classes_[last_];
   if (cls.stage == Stage::Hold && cls.holdLeft == 0) {
     cls = Class{};  // tried again
@@ -54,7 +54,8 @@ PathTrials::Step PathTrials::step(Collective c, uint64_t bytes) {
 }
 
 void PathTrials::record(double seconds) {
-  if (last_.first < 0 || lastStep_.stage != Stage::Trial || !trialCounts(lastStep_.trial)) return;
+  if (last_.collective < 0 || lastStep_.stage != Stage::Trial || !trialCounts(lastStep_.trial))
+    return;
   Class& cls = classes_[last_];
   (lastStep_.choice == Choice::Cma ? cls.cma : cls.staged).push_back(seconds);
 }
@@ -82,16 +83,17 @@ PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const
   d.holdCalls =
       static_cast<uint32_t>(std::clamp(calls, double(kMinHoldCalls), double(kMaxHoldCalls)));
   d.line = fmt::format(
-      "{} with blocks of {} B to twice that: {} (slowest of {} ranks' median {:.1f} us, {} "
+      "{}{} with blocks of {} B to twice that: {} (slowest of {} ranks' median {:.1f} us, {} "
       "{:.1f} us) for the next {} calls",
-      collectiveName(static_cast<Collective>(last_.first)), uint64_t{1} << last_.second,
+      collectiveName(static_cast<Collective>(last_.collective)),
+      last_.rootInPlace ? " (root in place)" : "", uint64_t{1} << last_.sizeClass,
       viaCma ? "CMA" : "staged", ranks.size(), call * 1e6, viaCma ? "staged" : "CMA",
       (viaCma ? staged : cma) * 1e6, d.holdCalls);
   return d;
 }
 
 void PathTrials::hold(Choice choice, uint32_t holdCalls) {
-  if (last_.first < 0) return;
+  if (last_.collective < 0) return;
   Class& cls = classes_[last_];
   cls.stage = Stage::Hold;
   cls.choice = choice;

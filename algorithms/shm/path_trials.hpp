@@ -15,14 +15,18 @@
 // - hold: that many calls on that path; then trials again. The machine changes under the
 //   ranks (on that AMD EPYC VM the staged 1 MiB allreduce took 58 us for a minute, then 120,
 //   while CMA stayed at 61-77).
+// A broadcast whose root is in place is a class of its own: through CMA its root writes 1/n of
+// every block instead of 1/(n + 1) besides copying its own (movement.cc), so the faster path can
+// differ between the two forms of one size (2 ranks, 1 MiB: CMA 24 us in place, 47 out of
+// place; staged 33-38 either way).
 // In trial and hold calls every rank knows the path without asking, so a staged call costs no
 // exchange. Pure bookkeeping: the caller times the calls and carries the medians between ranks.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "algorithms/schedule.hpp"
@@ -48,8 +52,9 @@ class PathTrials {
     Choice choice = Choice::Staged;  // (decide: the decision, once taken)
     int trial = 0;                   // trial: which (0-based)
   };
-  // Advances the class of collective `c` with `bytes` per block by one call.
-  Step step(Collective c, uint64_t bytes);
+  // Advances the class of collective `c` with `bytes` per block, its root in place or not, by
+  // one call.
+  Step step(Collective c, uint64_t bytes, bool rootInPlace = false);
   // After a trial call that ran its path: its time in seconds. (A trial that went another way,
   // such as buffers every rank maps, is not recorded: where no trial of a path was, decide()
   // keeps staging.)
@@ -83,9 +88,14 @@ class PathTrials {
     Choice choice = Choice::Staged;
     uint32_t holdLeft = 0;  // hold: calls still to come
   };
-  using Key = std::pair<int, int>;  // collective, size class
+  struct Key {
+    int collective = -1;
+    bool rootInPlace = false;
+    int sizeClass = -1;
+    auto operator<=>(const Key&) const = default;
+  };
   std::map<Key, Class> classes_;
-  Key last_{-1, -1};  // the class stepped last
+  Key last_;  // the class stepped last
   Step lastStep_;
 };
 

@@ -174,6 +174,9 @@ class ShmCollectives {
   bool tunesPath(const NativeCall& call) const;
   // Where tunesPath: this call's step of the trials, taken once per call; else nullptr.
   const PathTrials::Step* trialStep(const NativeCall& call);
+  // Whether this call is a broadcast whose root is in place (its own trial class), the same
+  // answer on every rank; before this call's exposure exchange.
+  bool rootInPlace(const NativeCall& call) const;
   // Whether the trials say staged for this call without an exchange (a trial or hold call).
   static bool knownStaged(const PathTrials::Step* step) {
     return step && step->stage != PathTrials::Stage::Decide &&

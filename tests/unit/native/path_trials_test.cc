@@ -77,6 +77,33 @@ TEST_CASE("PathTrials decides staging where it is faster, and where CMA never ra
   CHECK(none.holdCalls >= PathTrials::kMinHoldCalls);
 }
 
+TEST_CASE("PathTrials keeps a broadcast whose root is in place apart from one that is not") {
+  PathTrials trials;
+  // Out of place first: staging wins there.
+  const PathTrials::Decision outOfPlace =
+      runTrials(trials, Collective::Broadcast, 1 << 20, 35e-6, 47e-6);
+  CHECK(outOfPlace.choice == Choice::Staged);
+  trials.hold(outOfPlace.choice, 1000);
+  // The same size with the root in place is tried from the start, and through CMA it wins.
+  for (int k = 0; k < PathTrials::kTrials; ++k) {
+    const PathTrials::Step step = trials.step(Collective::Broadcast, 1 << 20, true);
+    REQUIRE(step.stage == Stage::Trial);
+    REQUIRE(step.trial == k);
+    trials.record(step.choice == Choice::Cma ? 24e-6 : 35e-6);
+  }
+  REQUIRE(trials.step(Collective::Broadcast, 1 << 20, true).stage == Stage::Decide);
+  const PathTrials::Decision inPlace = trials.decide({trials.medians()});
+  INFO(inPlace.line);
+  CHECK(inPlace.choice == Choice::Cma);
+  CHECK(inPlace.line.find("Broadcast (root in place) with blocks of 1048576 B") !=
+        std::string::npos);
+  trials.hold(inPlace.choice, 1000);
+  // Each holds its own decision.
+  CHECK(trials.step(Collective::Broadcast, 1 << 20, true).choice == Choice::Cma);
+  CHECK(trials.step(Collective::Broadcast, 1 << 20).choice == Choice::Staged);
+  CHECK(trials.step(Collective::Broadcast, 1 << 20, true).choice == Choice::Cma);
+}
+
 TEST_CASE("PathTrials leaves out the first call of each block and one slow outlier") {
   PathTrials trials;
   // CMA is faster, except that the first call after each switch is very slow and one counted
