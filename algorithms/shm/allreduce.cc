@@ -5,9 +5,9 @@
 // - one-shot (up to kOneShotReadBytes read per rank): every rank stages its input, then reduces
 //   all staged copies in rank order, so every rank computes the same bits;
 // - staged (large, buffers peers cannot read): per cache-sized chunk, every rank stages its
-//   input; rank r reduces slice r of the chunk from every slot into its own slot (the owner of a
-//   slice is the only one to compute it, so all ranks end with the same bits); then every rank
-//   copies every slice into its output;
+//   input; rank r reduces slice r of the chunk from every slot into its output and streams it
+//   into its own slot (the owner of a slice is the only one to compute it, so all ranks end
+//   with the same bits); then every rank copies the other slices into its output;
 // - direct one-shot (ranks read each other's buffers in place, every rank has a core, no rank
 //   in place, up to kDirectOneShotReadBytes read per rank): every rank reduces every rank's
 //   input straight into its output, in rank order;
@@ -220,10 +220,13 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     }
     arrive();
     const uint32_t ready = phase_;
-    // My slice: my input plus every peer's staged copy, reduced in my own slot (which the
-    // peers read next), then streamed to my output.
+    // My slice: my input plus every peer's staged copy, reduced straight into my output (in
+    // place too: the kernels allow the output to be the first input), then streamed into my
+    // own slot, which the peers read next. Reducing into the slot took twice as long: its
+    // lines were last read by the peers, and every store waited for them to be given up,
+    // where streaming stores take the lines without asking.
     const Range mine = blockRange(len, n(), me());
-    uint8_t* acc = staging + mine.offset * es;
+    uint8_t* result = out + (at + mine.offset) * es;
     const uint8_t* own = in + (at + mine.offset) * es;
     sources_.assign(1, own);
     for (int k = 1; k < n(); ++k) {
@@ -231,10 +234,10 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
       waitPeer(q, ready);
       sources_.push_back(slot(q, s) + mine.offset * es);
     }
-    call.reduceMany(acc, sources_.data(), n(), mine.count);
+    call.reduceMany(result, sources_.data(), n(), mine.count);
+    streamCopy(staging + mine.offset * es, result, mine.count * es);
     arrive();
     const uint32_t reduced = phase_;
-    copyOut(out + (at + mine.offset) * es, acc, mine.count * es, streamed);
     for (int k = 1; k < n(); ++k) {
       const int q = (me() + k) % n();
       const Range theirs = blockRange(len, n(), q);
