@@ -217,11 +217,24 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   // allgather 0.85-0.90 (2) and 0.71-0.73 (4), broadcast 0.73-0.85. (At ed11cdf, on another
   // machine, broadcast had been within noise: 0.9 and 1.05.)
   const bool streamed = streamOutput(count * es * needs.size(), n());
+  // Large pieces go into the slot with streaming stores where every rank has a core: the
+  // slot's lines were last read by the peers, and cached stores wait for each to be given up.
+  // 2 ranks, staged, 5 alternating weft-perf runs, medians, time over memcpy's from 128 KiB
+  // blocks: alltoall 0.77-0.94, allgather 0.89-1.02, broadcast 0.81-1.02. On 4 ranks sharing
+  // the 2 cores they did not help: allgather 1.01-1.08, broadcast 0.82-1.03; nor small pieces
+  // (4-rank broadcast, 8-128 KiB: 1.10-1.13).
+  const bool streamedIn = !oversubscribed_ && piece * es >= kStreamStageBytes;
   for (uint64_t at = 0; at < count; at += piece) {
     const uint64_t len = std::min(piece, count - at);
     const int s = claimSlot();
-    for (size_t i = 0; i < mine.size(); ++i)
-      std::memcpy(slot(me(), s) + i * piece * es, in + (mine[i] * count + at) * es, len * es);
+    for (size_t i = 0; i < mine.size(); ++i) {
+      uint8_t* to = slot(me(), s) + i * piece * es;
+      const uint8_t* from = in + (mine[i] * count + at) * es;
+      if (streamedIn)
+        streamCopy(to, from, len * es);
+      else
+        std::memcpy(to, from, len * es);
+    }
     arrive();
     const uint32_t ready = phase_;
     int waited = 0;  // peers

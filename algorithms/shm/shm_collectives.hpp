@@ -160,6 +160,9 @@ class ShmCollectives {
   // are done. Reduce (0.98 at 4 KiB, 1.13 at 8 KiB) and the last-arriver allreduce (ranks
   // sharing cores, 1.10-1.13) took longer with it, and do not.
   static constexpr uint64_t kReclaimSlotBytes = 8 << 10;
+  // Staged pieces of at least this size are copied into the slot with streaming stores where
+  // every rank has a core (moveStaged).
+  static constexpr uint64_t kStreamStageBytes = 128 << 10;
   // Done with slot `parity` at the current phase. `readLater`: a peer may read it until it has
   // passed this phase (claimSlot then waits for every rank); false where no peer reads it any
   // more (claimSlot then need not wait).
