@@ -219,10 +219,11 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   const bool streamed = streamOutput(count * es * needs.size(), n());
   // Large pieces go into the slot with streaming stores where every rank has a core: the
   // slot's lines were last read by the peers, and cached stores wait for each to be given up.
-  // 2 ranks, staged, 5 alternating weft-perf runs, medians, time over memcpy's from 128 KiB
-  // blocks: alltoall 0.77-0.94, allgather 0.89-1.02, broadcast 0.81-1.02. On 4 ranks sharing
-  // the 2 cores they did not help: allgather 1.01-1.08, broadcast 0.82-1.03; nor small pieces
-  // (4-rank broadcast, 8-128 KiB: 1.10-1.13).
+  // 2 ranks, staged, 3-5 alternating weft-perf runs at 256 KiB-16 MiB, medians, time over
+  // memcpy's: alltoall 0.81-0.98, allgather 0.90-0.99, broadcast 0.80-1.04, scatter
+  // 0.81-0.99, gather 0.86-0.95 (to 1 MiB). On 4 ranks sharing the 2 cores they did not help:
+  // allgather 1.01-1.08, broadcast 0.82-1.03; nor small pieces (4-rank broadcast, 8-128 KiB:
+  // 1.10-1.13).
   const bool streamedIn = !oversubscribed_ && piece * es >= kStreamStageBytes;
   for (uint64_t at = 0; at < count; at += piece) {
     const uint64_t len = std::min(piece, count - at);
