@@ -42,7 +42,7 @@ void submit(Submission submission) {
   GroupState& s = state();
   if (s.depth > 0)
     s.pending.push_back(std::move(submission));
-  else if (!launchNativeNow(submission))
+  else if (!launchNative(submission))
     launch({std::move(submission)});
 }
 

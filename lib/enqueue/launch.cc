@@ -390,57 +390,86 @@ void runTasks(std::vector<Task>& tasks) {
   for (Task& t : tasks) t.comm->endTurn(t.ticket);
 }
 
-}  // namespace
+// One collective that the native shared-memory code runs as it is, its turn reserved.
+struct NativeLaunch {
+  std::shared_ptr<Comm> comm;
+  NativeCall call;
+  PlannedOp planned;  // for messages
+  uint64_t ticket = 0;
+};
 
-bool launchNativeNow(const Submission& s) {
+// Takes the communicator's next turn for `s` if the native code can run it without planning
+// (no group, no scaling, a collective the tuner leaves to shared memory); nullopt otherwise,
+// having done nothing.
+std::optional<NativeLaunch> reserveNative(const Submission& s) {
   Comm& comm = *s.comm;
   const Operation& op = s.op;
-  if (s.stream || !comm.shm() || op.count == 0 || op.collective == Collective::Send ||
+  if (!comm.shm() || op.count == 0 || op.collective == Collective::Send ||
       op.collective == Collective::Recv || !ShmCollectives::serves(op.collective) ||
       envOrDefaults().check ||
       !comm.tuner().choosesNative(op.collective, comm.overrides(), /*nativeAvailable=*/true))
-    return false;
+    return std::nullopt;
   const int n = comm.nranks(), rank = comm.rank();
   ReductionPlan reduction;
   if (isReducing(op.collective)) {
     reduction = planReduction(op.op, op.datatype, n, comm.redOps());
-    if (reduction.prescale || reduction.postDivide) return false;  // prepare() scales
+    if (reduction.prescale || reduction.postDivide) return std::nullopt;  // prepare() scales
   }
   comm.checkUsable();
-  PlannedOp planned{op, 0, nullptr};
-  uint64_t ticket;
+  NativeLaunch l;
+  l.comm = s.comm;
+  l.planned = {op, 0, nullptr};
   {
     auto lock = comm.lockIssue();
     const Comm::Reservation r = comm.reserve(1);
-    ticket = r.ticket;
-    planned.seq = r.firstCollective;
+    l.ticket = r.ticket;
+    l.planned.seq = r.firstCollective;
   }
+  NativeCall& call = l.call;
+  call.collective = op.collective;
+  call.sendbuff = op.sendbuff;
+  call.recvbuff = op.recvbuff;
+  call.count = op.count;
+  call.elemSize = static_cast<uint32_t>(datatypeSize(op.datatype));
+  call.reduce = reduction.kernel;
+  call.reduceMany = reduction.many;
+  call.root = op.root;
+  call.inPlace = isInPlace(op, rank, n);
+  return l;
+}
+
+// Runs a reserved native collective in its turn, in this thread.
+void runNative(const NativeLaunch& l) {
+  Comm& comm = *l.comm;
   bool holding = false;
   try {
-    comm.waitTurn(ticket);
+    comm.waitTurn(l.ticket);
     holding = true;
     comm.checkUsable();
-    comm.noteChoice(op.collective, "shared memory (native)");
-    NativeCall call;
-    call.collective = op.collective;
-    call.sendbuff = op.sendbuff;
-    call.recvbuff = op.recvbuff;
-    call.count = op.count;
-    call.elemSize = static_cast<uint32_t>(datatypeSize(op.datatype));
-    call.reduce = reduction.kernel;
-    call.reduceMany = reduction.many;
-    call.root = op.root;
-    call.inPlace = isInPlace(op, rank, n);
-    comm.shm()->run(call, comm.shmWait({&describePlanned, &planned}));
+    comm.noteChoice(l.planned.op.collective, "shared memory (native)");
+    comm.shm()->run(l.call, comm.shmWait({&describePlanned, &l.planned}));
   } catch (const Error& e) {
     comm.setFailed(e);
     if (holding)
-      comm.endTurn(ticket);
+      comm.endTurn(l.ticket);
     else
-      comm.abandonTurn(ticket);
+      comm.abandonTurn(l.ticket);
     throw;
   }
-  comm.endTurn(ticket);
+  comm.endTurn(l.ticket);
+}
+
+}  // namespace
+
+bool launchNative(const Submission& s) {
+  std::optional<NativeLaunch> l = reserveNative(s);
+  if (!l) return false;
+  if (!s.stream) {
+    runNative(*l);
+    return true;
+  }
+  // The task holds the communicator, not the stream (as launch's tasks).
+  s.stream->enqueue([l = std::move(*l)] { runNative(l); });
   return true;
 }
 

@@ -26,10 +26,11 @@ struct Submission {
 // fails. Every communicator involved in a failed run is marked failed.
 void launch(std::vector<Submission> submissions);
 
-// The common call of a framework or a benchmark, outside a group: one blocking collective that
-// the native shared-memory code runs. Runs it without the planning that groups, streams and
-// schedules need (a few allocations and locks: a fifth of a small allreduce's time), and
-// returns true; returns false, having done nothing, for any other submission.
-bool launchNativeNow(const Submission& submission);
+// The common call of a framework or a benchmark, outside a group: one collective that the
+// native shared-memory code runs. Runs it (NULL stream) or queues it on its stream without the
+// planning that groups and schedules need (a few allocations and locks: a fifth of a small
+// allreduce's time), and returns true; returns false, having done nothing, for any other
+// submission.
+bool launchNative(const Submission& submission);
 
 }  // namespace weft

@@ -17,7 +17,12 @@ HostStream::~HostStream() {
 
 void HostStream::enqueue(std::function<void()> task) {
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (queue_.size() >= kMaxQueued) {
+      ++producersWaiting_;
+      spaceCv_.wait(lock, [&] { return queue_.size() <= kMaxQueued / 2; });
+      --producersWaiting_;
+    }
     queue_.push_back(std::move(task));
   }
   workCv_.notify_one();
@@ -43,6 +48,7 @@ void HostStream::run() {
     if (queue_.empty()) return;  // stopping, and everything has run
     std::function<void()> task = std::move(queue_.front());
     queue_.pop_front();
+    if (producersWaiting_ > 0 && queue_.size() <= kMaxQueued / 2) spaceCv_.notify_all();
     busy_ = true;
     lock.unlock();
     std::optional<Error> failed;

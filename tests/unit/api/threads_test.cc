@@ -164,6 +164,54 @@ TEST_CASE("host streams run operations in order and report completion") {
   });
 }
 
+// More calls than a stream queues (its enqueue then waits for the worker): every output
+// written, in order. The rank threads only call; the results are checked here afterwards
+// (Catch's assertions are not for several threads at once).
+TEST_CASE("host streams take more collectives than their queue holds") {
+  const int n = 3, calls = 2500;
+  ThreadComms comms(n);
+  std::vector<std::vector<int32_t>> inputs(n, std::vector<int32_t>(calls * 2));
+  std::vector<std::vector<int32_t>> outputs(n, std::vector<int32_t>(calls * 2, -1));
+  std::vector<int32_t> chains(n, 1);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      weftStream_t stream;
+      if (weftStreamCreate(&stream) != weftSuccess) {
+        errors[r] = "weftStreamCreate failed";
+        return;
+      }
+      for (int i = 0; i < calls && errors[r].empty(); ++i) {
+        inputs[r][2 * i] = r * 1000 + i;
+        inputs[r][2 * i + 1] = 1;
+        if (weftAllReduce(&inputs[r][2 * i], &outputs[r][2 * i], 2, weftInt32, weftSum, comms[r],
+                          stream) != weftSuccess ||
+            // a chain of in-place calls, each on the result of the one before: times n each
+            weftAllReduce(&chains[r], &chains[r], 1, weftInt32, weftSum, comms[r], stream) !=
+                weftSuccess)
+          errors[r] = "weftAllReduce failed at call " + std::to_string(i);
+      }
+      if (weftStreamSynchronize(stream) != weftSuccess)
+        errors[r] += "; weftStreamSynchronize failed";
+      if (weftStreamDestroy(stream) != weftSuccess) errors[r] += "; weftStreamDestroy failed";
+    });
+  for (std::thread& t : threads) t.join();
+  uint32_t chain = 1;  // n^calls, wrapped as weft's integer sums are
+  for (int i = 0; i < calls; ++i) chain *= n;
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    REQUIRE(errors[r].empty());
+    for (int i = 0; i < calls; ++i) {
+      CAPTURE(i);
+      // the sum over ranks q of q * 1000 + i, and of 1
+      REQUIRE(outputs[r][2 * i] == 1000 * (n * (n - 1) / 2) + n * i);
+      REQUIRE(outputs[r][2 * i + 1] == n);
+    }
+    CHECK(static_cast<uint32_t>(chains[r]) == chain);
+  }
+}
+
 TEST_CASE("a group with streams: one thread, one stream per rank") {
   const int n = 3;
   ThreadComms comms(n);

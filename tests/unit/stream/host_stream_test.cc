@@ -1,0 +1,84 @@
+#include "lib/stream/host_stream.hpp"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using weft::HostStream;
+
+namespace {
+
+// Holds the stream's worker inside a task until released.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool entered = false, open = false;
+  void pass() {
+    std::unique_lock lock(mutex);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+  }
+  void waitEntered() {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a host stream runs its tasks in order and reports the first error once") {
+  HostStream stream;
+  std::vector<int> ran;
+  for (int i = 0; i < 3000; ++i) stream.enqueue([&ran, i] { ran.push_back(i); });
+  stream.enqueue([] { throw weft::Error(weftRemoteError, "first"); });
+  stream.enqueue([] { throw weft::Error(weftTimeout, "second"); });
+  stream.enqueue([&ran] { ran.push_back(-1); });
+  const std::optional<weft::Error> error = stream.synchronize();
+  REQUIRE(error);
+  CHECK(error->result() == weftRemoteError);
+  CHECK_FALSE(stream.synchronize());
+  REQUIRE(ran.size() == 3001);
+  for (int i = 0; i < 3000; ++i) REQUIRE(ran[i] == i);
+  CHECK(ran.back() == -1);
+  CHECK(stream.idle());
+}
+
+TEST_CASE("enqueue on a full host stream waits until the worker has run half its queue") {
+  HostStream stream;
+  Gate gate;
+  std::atomic<int> ran{0};
+  stream.enqueue([&] { gate.pass(); });
+  gate.waitEntered();  // the worker holds the first task: the queue is empty now
+  const int total = static_cast<int>(HostStream::kMaxQueued) + 10;
+  std::atomic<int> enqueued{0};
+  std::thread producer([&] {
+    for (int i = 0; i < total; ++i) {
+      stream.enqueue([&] { ran.fetch_add(1); });
+      enqueued.fetch_add(1);
+    }
+  });
+  // The producer fills the queue, then waits: however long it is given, it cannot get past
+  // kMaxQueued tasks while the worker is held.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (enqueued.load() < static_cast<int>(HostStream::kMaxQueued) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(enqueued.load() == static_cast<int>(HostStream::kMaxQueued));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(enqueued.load() == static_cast<int>(HostStream::kMaxQueued));
+  CHECK(ran.load() == 0);
+  gate.release();
+  producer.join();
+  CHECK_FALSE(stream.synchronize());
+  CHECK(ran.load() == total);
+}
