@@ -392,32 +392,32 @@ void runTasks(std::vector<Task>& tasks) {
 
 // One collective that the native shared-memory code runs as it is, its turn reserved.
 struct NativeLaunch {
-  std::shared_ptr<Comm> comm;
+  Comm* comm = nullptr;
+  std::shared_ptr<Comm> queuedComm;  // a queued launch's hold on it (a call now has the caller's)
   NativeCall call;
   PlannedOp planned;  // for messages
   uint64_t ticket = 0;
 };
 
-// Takes the communicator's next turn for `s` if the native code can run it without planning
-// (no group, no scaling, a collective the tuner leaves to shared memory); nullopt otherwise,
-// having done nothing.
-std::optional<NativeLaunch> reserveNative(const Submission& s) {
+// Takes the communicator's next turn for `s` into `l` if the native code can run it without
+// planning (no group, no scaling, a collective the tuner leaves to shared memory); returns
+// false otherwise, having done nothing.
+bool reserveNative(const Submission& s, NativeLaunch& l) {
   Comm& comm = *s.comm;
   const Operation& op = s.op;
   if (!comm.shm() || op.count == 0 || op.collective == Collective::Send ||
       op.collective == Collective::Recv || !ShmCollectives::serves(op.collective) ||
       envOrDefaults().check ||
       !comm.tuner().choosesNative(op.collective, comm.overrides(), /*nativeAvailable=*/true))
-    return std::nullopt;
+    return false;
   const int n = comm.nranks(), rank = comm.rank();
   ReductionPlan reduction;
   if (isReducing(op.collective)) {
     reduction = planReduction(op.op, op.datatype, n, comm.redOps());
-    if (reduction.prescale || reduction.postDivide) return std::nullopt;  // prepare() scales
+    if (reduction.prescale || reduction.postDivide) return false;  // prepare() scales
   }
   comm.checkUsable();
-  NativeLaunch l;
-  l.comm = s.comm;
+  l.comm = &comm;
   l.planned = {op, 0, nullptr};
   {
     auto lock = comm.lockIssue();
@@ -435,7 +435,7 @@ std::optional<NativeLaunch> reserveNative(const Submission& s) {
   call.reduceMany = reduction.many;
   call.root = op.root;
   call.inPlace = isInPlace(op, rank, n);
-  return l;
+  return true;
 }
 
 // Runs a reserved native collective in its turn, in this thread.
@@ -462,14 +462,15 @@ void runNative(const NativeLaunch& l) {
 }  // namespace
 
 bool launchNative(const Submission& s) {
-  std::optional<NativeLaunch> l = reserveNative(s);
-  if (!l) return false;
+  NativeLaunch l;
+  if (!reserveNative(s, l)) return false;
   if (!s.stream) {
-    runNative(*l);
+    runNative(l);
     return true;
   }
   // The task holds the communicator, not the stream (as launch's tasks).
-  s.stream->enqueue([l = std::move(*l)] { runNative(l); });
+  l.queuedComm = s.comm;
+  s.stream->enqueue([l = std::move(l)] { runNative(l); });
   return true;
 }
 
