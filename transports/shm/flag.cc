@@ -41,13 +41,21 @@ void SharedFlag::publish(uint32_t v) {
   if (sleepers.load(std::memory_order_seq_cst) != 0) futex(&value, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
+void SharedFlag::wakeSleepers() {
+  // The fence orders the earlier store() before the load, as publish()'s sequentially
+  // consistent store does: a sleeper either counted itself before it (and is seen here) or
+  // reads the new value after it and does not sleep.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_relaxed) != 0) futex(&value, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
 std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed) {
   if (oversubscribed) return std::make_unique<SpinBudget>(0, 0, 2, kYields);
   return std::make_unique<SpinBudget>(kFloorSpinNs, 200 * 1000, kYields, kYields);
 }
 
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who,
-             const std::atomic<int32_t>* whoCpu) {
+             const std::atomic<int32_t>* whoCpu, SharedFlag* owed) {
   SpinBudget* budget = context.spin;
   // Ranks that share cores do not spin at all (makeSpinBudget).
   const bool spins = !budget || budget->spins();
@@ -58,6 +66,9 @@ void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context
     if (reached(flag.load(), target)) return;
     cpuRelax();
   }
+  // Not an immediate wait: whoever sleeps on `owed` is woken before this rank spins long,
+  // yields or sleeps (its fence costs little by now: the store has long reached the line).
+  if (owed) owed->wakeSleepers();
   const bool sameCpu = whoCpu && whoCpu->load(std::memory_order_relaxed) == sched_getcpu();
   // When the spin that failed began: the budget learns how long the whole wait took.
   std::optional<Clock::time_point> spunFrom;

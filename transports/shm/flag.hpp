@@ -31,6 +31,13 @@ struct alignas(64) SharedFlag {
   uint32_t load() const { return value.load(std::memory_order_acquire); }
   // Makes `v` visible (with everything written before it) and wakes sleepers.
   void publish(uint32_t v);
+  // publish() in two halves, for a rank that waits on its peers right after publishing. The
+  // store alone does not stall: publish()'s fence waits until this line, which a peer is
+  // polling, has come back to this core (up to a tenth of a 2-rank 8 B allreduce). The wake-up must
+  // follow before the rank returns or waits long: pass the flag to waitFor as `owed`, then call
+  // wakeSleepers().
+  void store(uint32_t v) { value.store(v, std::memory_order_release); }
+  void wakeSleepers();
 };
 static_assert(sizeof(SharedFlag) == 64);
 
@@ -71,7 +78,9 @@ std::unique_ptr<SpinBudget> makeSpinBudget(bool oversubscribed);
 // Waits until flag.value has reached `target`. Throws weftTimeout (naming `who`, the rank whose
 // flag it is), kAbortedResult, or what checkPeers throws. `whoCpu`, when given, is where `who`
 // last ran: a waiter on that CPU skips the spin (the rank it waits for needs this very CPU).
+// `owed`, when given, is a flag this rank stored without waking its sleepers: they are woken
+// before this wait yields or sleeps (they may be the ranks it waits for).
 void waitFor(const SharedFlag& flag, uint32_t target, const WaitContext& context, int who,
-             const std::atomic<int32_t>* whoCpu = nullptr);
+             const std::atomic<int32_t>* whoCpu = nullptr, SharedFlag* owed = nullptr);
 
 }  // namespace weft
