@@ -5,6 +5,7 @@
 // communicator used alongside the first, and operations on a host stream. Exits non-zero, naming
 // every failure, if anything is wrong.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -35,7 +36,7 @@ uint64_t largestCount(Collective coll, int n) {
   return sweepCount(holdsBlocks(coll) && n > kFullBlocksUpTo ? kLargestBlockAbove : kMaxCount);
 }
 
-int failures = 0;
+std::atomic<int> failures{0};  // reported from two threads in twoCommunicators
 
 void report(int rank, const std::string& what) {
   std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
@@ -166,7 +167,7 @@ int main() {
   if (failures == 0) twoCommunicators(comm, rank, n);
   ok(weftCommDestroy(comm), comm, rank, "weftCommDestroy");
   if (failures) {
-    std::fprintf(stderr, "rank %d: %d failure(s)\n", rank, failures);
+    std::fprintf(stderr, "rank %d: %d failure(s)\n", rank, failures.load());
     return 1;
   }
   if (rank == 0) std::printf("every collective correct on %d ranks\n", n);

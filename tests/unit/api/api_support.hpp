@@ -2,17 +2,18 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "include/weft.h"
+#include "support/rank_checks.hpp"
 
 namespace weft::testing {
 
-// Runs body(rank) on one thread per rank and joins them all, even when a check fails.
+// Runs body(rank) on one thread per rank and joins them all, even when a check fails. The body
+// runs on a rank thread: it checks with the RANK_ macros (support/rank_checks.hpp).
 inline void onEveryRank(int n, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   std::vector<std::string> failures(n);

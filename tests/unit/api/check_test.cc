@@ -8,10 +8,12 @@ TEST_CASE("check: matching collectives run as usual") {
   ThreadComms comms(3);
   onEveryRank(3, [&](int r) {
     std::vector<float> x(1000, 1.0f);
-    for (int i = 0; i < 3; ++i)
-      REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comms[r], nullptr) ==
-              weftSuccess);
-    CHECK(x[0] == 27.0f);
+    for (int i = 0; i < 3; ++i) {
+      const weftResult_t allReduce =
+          weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comms[r], nullptr);
+      RANK_REQUIRE(allReduce == weftSuccess);
+    }
+    RANK_CHECK(x[0] == 27.0f);
   });
 }
 
@@ -23,14 +25,15 @@ TEST_CASE("check: allreduce on one rank and broadcast on another is refused with
   onEveryRank(2, [&](int r) {
     weftConfig_t config = WEFT_CONFIG_INITIALIZER;
     config.timeoutMs = 60000;
-    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+    const weftResult_t init = weftCommInitRankConfig(&comms[r], 2, id, r, &config);
+    RANK_REQUIRE(init == weftSuccess);
     std::vector<float> x(1000, 1.0f);
     const weftResult_t result =
         r == 0 ? weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, comms[r], nullptr)
                : weftBroadcast(x.data(), x.data(), x.size(), weftFloat, 0, comms[r], nullptr);
-    CHECK(result == weftInvalidUsage);
+    RANK_CHECK(result == weftInvalidUsage);
     errors[r] = lastError(comms[r]);
-    CHECK(weftCommAbort(comms[r]) == weftSuccess);
+    RANK_CHECK(weftCommAbort(comms[r]) == weftSuccess);
   });
   for (const std::string& e : errors) {
     CHECK_THAT(e, Catch::Contains("WEFT_CHECK"));
@@ -44,10 +47,11 @@ TEST_CASE("check: different counts are refused") {
   onEveryRank(3, [&](int r) {
     std::vector<int32_t> x(100, 1);
     const size_t count = r == 2 ? 99 : 100;
-    CHECK(weftAllReduce(x.data(), x.data(), count, weftInt32, weftSum, comms[r], nullptr) ==
-          weftInvalidUsage);
-    CHECK_THAT(lastError(comms[r]), Catch::Contains("ranks 0, 1 called AllReduce(count=100"));
-    CHECK_THAT(lastError(comms[r]), Catch::Contains("rank 2 called AllReduce(count=99"));
+    const weftResult_t allReduce =
+        weftAllReduce(x.data(), x.data(), count, weftInt32, weftSum, comms[r], nullptr);
+    RANK_CHECK(allReduce == weftInvalidUsage);
+    RANK_CHECK_THAT(lastError(comms[r]), Catch::Contains("ranks 0, 1 called AllReduce(count=100"));
+    RANK_CHECK_THAT(lastError(comms[r]), Catch::Contains("rank 2 called AllReduce(count=99"));
   });
   for (int r = 0; r < 3; ++r) {
     CHECK(weftCommAbort(comms[r]) == weftSuccess);

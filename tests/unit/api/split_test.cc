@@ -13,32 +13,38 @@ TEST_CASE("split by color orders ranks by key, leaves NOCOLOR out, and the child
   onEveryRank(n, [&](int r) {
     // Ranks 0..4: color parity; rank 5: no color. Keys reverse the order within a color.
     const int color = r == 5 ? WEFT_SPLIT_NOCOLOR : r % 2;
-    REQUIRE(weftCommSplit(comms[r], color, -r, &children[r], nullptr) == weftSuccess);
+    const weftResult_t split = weftCommSplit(comms[r], color, -r, &children[r], nullptr);
+    RANK_REQUIRE(split == weftSuccess);
     // The parent still works alongside its children.
     int32_t one = 1;
-    REQUIRE(weftAllReduce(&one, &one, 1, weftInt32, weftSum, comms[r], nullptr) == weftSuccess);
-    CHECK(one == n);
+    const weftResult_t allReduce =
+        weftAllReduce(&one, &one, 1, weftInt32, weftSum, comms[r], nullptr);
+    RANK_REQUIRE(allReduce == weftSuccess);
+    RANK_CHECK(one == n);
     if (r == 5) {
-      CHECK(children[r] == nullptr);
+      RANK_CHECK(children[r] == nullptr);
       return;
     }
-    REQUIRE(children[r] != nullptr);
+    RANK_REQUIRE(children[r] != nullptr);
     int size = 0, rank = -1;
-    REQUIRE(weftCommCount(children[r], &size) == weftSuccess);
-    REQUIRE(weftCommUserRank(children[r], &rank) == weftSuccess);
+    RANK_REQUIRE(weftCommCount(children[r], &size) == weftSuccess);
+    RANK_REQUIRE(weftCommUserRank(children[r], &rank) == weftSuccess);
     // Evens {0,2,4} and odds {1,3}, each ranked by descending parent rank.
     std::vector<int> members;
     for (int q = n - 2; q >= 0; --q)
       if (q % 2 == r % 2) members.push_back(q);
-    CHECK(size == static_cast<int>(members.size()));
-    CHECK(rank == static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin()));
+    RANK_CHECK(size == static_cast<int>(members.size()));
+    RANK_CHECK(rank ==
+               static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin()));
     std::vector<int32_t> x(10000, r);
-    REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, children[r], nullptr) ==
-            weftSuccess);
+    const weftResult_t childAllReduce =
+        weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, children[r], nullptr);
+    RANK_REQUIRE(childAllReduce == weftSuccess);
     const int32_t want = std::accumulate(members.begin(), members.end(), 0);
-    CHECK(x.front() == want);
-    CHECK(x.back() == want);
-    REQUIRE(weftCommDestroy(children[r]) == weftSuccess);
+    RANK_CHECK(x.front() == want);
+    RANK_CHECK(x.back() == want);
+    const weftResult_t destroy = weftCommDestroy(children[r]);
+    RANK_REQUIRE(destroy == weftSuccess);
   });
 }
 
@@ -84,26 +90,33 @@ TEST_CASE("splitShare=1 children run beside their parent from other threads and 
   ThreadComms comms(n);
   onEveryRank(n, [&](int r) {
     weftComm_t child = nullptr, grandchild = nullptr;
-    REQUIRE(splitSharing(comms[r], r % 2, r, &child) == weftSuccess);
+    const weftResult_t split = splitSharing(comms[r], r % 2, r, &child);
+    RANK_REQUIRE(split == weftSuccess);
     int childRank = -1;
-    REQUIRE(weftCommUserRank(child, &childRank) == weftSuccess);
+    RANK_REQUIRE(weftCommUserRank(child, &childRank) == weftSuccess);
     // The grandchild reverses the child's order and inherits its config (splitShare=1).
-    REQUIRE(weftCommSplit(child, 0, -childRank, &grandchild, nullptr) == weftSuccess);
+    const weftResult_t splitAgain = weftCommSplit(child, 0, -childRank, &grandchild, nullptr);
+    RANK_REQUIRE(splitAgain == weftSuccess);
     std::string onParent, onChild;
     std::thread parentThread([&] { onParent = sumRounds(comms[r], 30); });
     std::thread childThread([&] { onChild = sumRounds(child, 30); });
     const std::string onGrandchild = sumRounds(grandchild, 30);
     parentThread.join();
     childThread.join();
-    CHECK(onParent == "");
-    CHECK(onChild == "");
-    CHECK(onGrandchild == "");
-    REQUIRE(weftCommDestroy(comms[r]) == weftSuccess);
+    RANK_CHECK(onParent == "");
+    RANK_CHECK(onChild == "");
+    RANK_CHECK(onGrandchild == "");
+    const weftResult_t destroyParent = weftCommDestroy(comms[r]);
+    RANK_REQUIRE(destroyParent == weftSuccess);
     comms.forget(r);
-    CHECK(sumRounds(grandchild, 3) == "");
-    CHECK(sumRounds(child, 3) == "");
-    REQUIRE(weftCommDestroy(grandchild) == weftSuccess);
-    REQUIRE(weftCommDestroy(child) == weftSuccess);
+    const std::string onGrandchildAlone = sumRounds(grandchild, 3);
+    RANK_CHECK(onGrandchildAlone == "");
+    const std::string onChildAlone = sumRounds(child, 3);
+    RANK_CHECK(onChildAlone == "");
+    const weftResult_t destroyGrandchild = weftCommDestroy(grandchild);
+    RANK_REQUIRE(destroyGrandchild == weftSuccess);
+    const weftResult_t destroyChild = weftCommDestroy(child);
+    RANK_REQUIRE(destroyChild == weftSuccess);
   });
 }
 
@@ -114,14 +127,21 @@ TEST_CASE("splitShare=1: aborting a child leaves its parent and later children w
   ThreadComms comms(n);
   onEveryRank(n, [&](int r) {
     weftComm_t child = nullptr, again = nullptr;
-    REQUIRE(splitSharing(comms[r], r % 2, r, &child) == weftSuccess);
-    CHECK(sumRounds(child, 2) == "");
-    REQUIRE(weftCommAbort(child) == weftSuccess);
-    CHECK(sumRounds(comms[r], 3) == "");
-    REQUIRE(splitSharing(comms[r], 0, -r, &again) == weftSuccess);
-    CHECK(sumRounds(again, 3) == "");
-    CHECK(sumRounds(comms[r], 1) == "");
-    REQUIRE(weftCommDestroy(again) == weftSuccess);
+    const weftResult_t split = splitSharing(comms[r], r % 2, r, &child);
+    RANK_REQUIRE(split == weftSuccess);
+    const std::string onChild = sumRounds(child, 2);
+    RANK_CHECK(onChild == "");
+    RANK_REQUIRE(weftCommAbort(child) == weftSuccess);
+    const std::string onParent = sumRounds(comms[r], 3);
+    RANK_CHECK(onParent == "");
+    const weftResult_t splitAgain = splitSharing(comms[r], 0, -r, &again);
+    RANK_REQUIRE(splitAgain == weftSuccess);
+    const std::string onAgain = sumRounds(again, 3);
+    RANK_CHECK(onAgain == "");
+    const std::string onParentAgain = sumRounds(comms[r], 1);
+    RANK_CHECK(onParentAgain == "");
+    const weftResult_t destroy = weftCommDestroy(again);
+    RANK_REQUIRE(destroy == weftSuccess);
   });
 }
 
@@ -133,18 +153,21 @@ TEST_CASE("shrink leaves out the excluded ranks and the survivors carry on") {
   onEveryRank(n, [&](int r) {
     if (r == excluded) return;  // it does not take part (as if it had died)
     int list[] = {excluded};
-    REQUIRE(weftCommShrink(comms[r], list, 1, &children[r], nullptr, WEFT_SHRINK_DEFAULT) ==
-            weftSuccess);
+    const weftResult_t shrink =
+        weftCommShrink(comms[r], list, 1, &children[r], nullptr, WEFT_SHRINK_DEFAULT);
+    RANK_REQUIRE(shrink == weftSuccess);
     int size = 0, rank = -1;
-    REQUIRE(weftCommCount(children[r], &size) == weftSuccess);
-    REQUIRE(weftCommUserRank(children[r], &rank) == weftSuccess);
-    CHECK(size == 3);
-    CHECK(rank == (r < excluded ? r : r - 1));
+    RANK_REQUIRE(weftCommCount(children[r], &size) == weftSuccess);
+    RANK_REQUIRE(weftCommUserRank(children[r], &rank) == weftSuccess);
+    RANK_CHECK(size == 3);
+    RANK_CHECK(rank == (r < excluded ? r : r - 1));
     std::vector<float> x(100000, float(r));
-    REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, children[r], nullptr) ==
-            weftSuccess);
-    CHECK(x.front() == 0.0f + 1 + 3);
-    REQUIRE(weftCommDestroy(children[r]) == weftSuccess);
+    const weftResult_t allReduce =
+        weftAllReduce(x.data(), x.data(), x.size(), weftFloat, weftSum, children[r], nullptr);
+    RANK_REQUIRE(allReduce == weftSuccess);
+    RANK_CHECK(x.front() == 0.0f + 1 + 3);
+    const weftResult_t destroy = weftCommDestroy(children[r]);
+    RANK_REQUIRE(destroy == weftSuccess);
   });
   // The parent's ranks that shrank away from rank 2 can no longer agree with it: release it
   // locally (destroy would wait at a barrier for rank 2's peers).

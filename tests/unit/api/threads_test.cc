@@ -11,48 +11,59 @@ using namespace weft::testing;
 
 namespace {
 
-// Every collective once on float sum, checked against plain arithmetic.
+// Every collective once on float sum, checked against plain arithmetic. Runs on rank threads:
+// each call that waits for the peers is made before the check of its result.
 void everyCollective(weftComm_t comm, int n, int r) {
   const size_t c = 1000;
   std::vector<float> in(n * c), out(n * c);
   for (size_t i = 0; i < in.size(); ++i) in[i] = float(r * 10 + i % 7);
-  REQUIRE(weftAllReduce(in.data(), out.data(), c, weftFloat, weftSum, comm, nullptr) ==
-          weftSuccess);
+  const weftResult_t allReduce =
+      weftAllReduce(in.data(), out.data(), c, weftFloat, weftSum, comm, nullptr);
+  RANK_REQUIRE(allReduce == weftSuccess);
   for (size_t i = 0; i < c; ++i) {
     float want = 0;
     for (int q = 0; q < n; ++q) want += float(q * 10 + i % 7);
-    REQUIRE(out[i] == want);
+    RANK_REQUIRE(out[i] == want);
   }
   const int root = n - 1;
-  REQUIRE(weftBroadcast(in.data(), out.data(), c, weftFloat, root, comm, nullptr) == weftSuccess);
-  for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float(root * 10 + i % 7));
-  REQUIRE(weftAllGather(in.data(), out.data(), c, weftFloat, comm, nullptr) == weftSuccess);
+  const weftResult_t broadcast =
+      weftBroadcast(in.data(), out.data(), c, weftFloat, root, comm, nullptr);
+  RANK_REQUIRE(broadcast == weftSuccess);
+  for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[i] == float(root * 10 + i % 7));
+  const weftResult_t allGather = weftAllGather(in.data(), out.data(), c, weftFloat, comm, nullptr);
+  RANK_REQUIRE(allGather == weftSuccess);
   for (int q = 0; q < n; ++q)
-    for (size_t i = 0; i < c; ++i) REQUIRE(out[q * c + i] == float(q * 10 + i % 7));
-  REQUIRE(weftReduceScatter(in.data(), out.data(), c, weftFloat, weftMax, comm, nullptr) ==
-          weftSuccess);
-  for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float((n - 1) * 10 + (r * c + i) % 7));
-  REQUIRE(weftAlltoAll(in.data(), out.data(), c, weftFloat, comm, nullptr) == weftSuccess);
+    for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[q * c + i] == float(q * 10 + i % 7));
+  const weftResult_t reduceScatter =
+      weftReduceScatter(in.data(), out.data(), c, weftFloat, weftMax, comm, nullptr);
+  RANK_REQUIRE(reduceScatter == weftSuccess);
+  for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[i] == float((n - 1) * 10 + (r * c + i) % 7));
+  const weftResult_t alltoAll = weftAlltoAll(in.data(), out.data(), c, weftFloat, comm, nullptr);
+  RANK_REQUIRE(alltoAll == weftSuccess);
   for (int q = 0; q < n; ++q)
-    for (size_t i = 0; i < c; ++i) REQUIRE(out[q * c + i] == float(q * 10 + (r * c + i) % 7));
+    for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[q * c + i] == float(q * 10 + (r * c + i) % 7));
   std::fill(out.begin(), out.end(), -1.0f);
-  REQUIRE(weftReduce(in.data(), out.data(), c, weftFloat, weftMin, 0, comm, nullptr) ==
-          weftSuccess);
+  const weftResult_t reduce =
+      weftReduce(in.data(), out.data(), c, weftFloat, weftMin, 0, comm, nullptr);
+  RANK_REQUIRE(reduce == weftSuccess);
   if (r == 0)
-    for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float(i % 7));
-  REQUIRE(weftGather(in.data(), out.data(), c, weftFloat, 0, comm, nullptr) == weftSuccess);
+    for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[i] == float(i % 7));
+  const weftResult_t gather = weftGather(in.data(), out.data(), c, weftFloat, 0, comm, nullptr);
+  RANK_REQUIRE(gather == weftSuccess);
   if (r == 0)
     for (int q = 0; q < n; ++q)
-      for (size_t i = 0; i < c; ++i) REQUIRE(out[q * c + i] == float(q * 10 + i % 7));
-  REQUIRE(weftScatter(in.data(), out.data(), c, weftFloat, 0, comm, nullptr) == weftSuccess);
-  for (size_t i = 0; i < c; ++i) REQUIRE(out[i] == float((r * c + i) % 7));
+      for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[q * c + i] == float(q * 10 + i % 7));
+  const weftResult_t scatter = weftScatter(in.data(), out.data(), c, weftFloat, 0, comm, nullptr);
+  RANK_REQUIRE(scatter == weftSuccess);
+  for (size_t i = 0; i < c; ++i) RANK_REQUIRE(out[i] == float((r * c + i) % 7));
   // A ring of sends and receives inside a group.
   std::vector<float> got(c);
-  REQUIRE(weftGroupStart() == weftSuccess);
-  REQUIRE(weftSend(in.data(), c, weftFloat, (r + 1) % n, comm, nullptr) == weftSuccess);
-  REQUIRE(weftRecv(got.data(), c, weftFloat, (r + n - 1) % n, comm, nullptr) == weftSuccess);
-  REQUIRE(weftGroupEnd() == weftSuccess);
-  for (size_t i = 0; i < c; ++i) REQUIRE(got[i] == float(((r + n - 1) % n) * 10 + i % 7));
+  RANK_REQUIRE(weftGroupStart() == weftSuccess);
+  RANK_REQUIRE(weftSend(in.data(), c, weftFloat, (r + 1) % n, comm, nullptr) == weftSuccess);
+  RANK_REQUIRE(weftRecv(got.data(), c, weftFloat, (r + n - 1) % n, comm, nullptr) == weftSuccess);
+  const weftResult_t groupEnd = weftGroupEnd();
+  RANK_REQUIRE(groupEnd == weftSuccess);
+  for (size_t i = 0; i < c; ++i) RANK_REQUIRE(got[i] == float(((r + n - 1) % n) * 10 + i % 7));
 }
 
 weftConfig_t configWithTimeout(int ms) {
@@ -67,10 +78,10 @@ TEST_CASE("weftCommInitAll with 4 threads runs every collective correctly") {
   ThreadComms comms(4);
   onEveryRank(4, [&](int r) {
     int n = 0, rank = -1;
-    REQUIRE(weftCommCount(comms[r], &n) == weftSuccess);
-    REQUIRE(weftCommUserRank(comms[r], &rank) == weftSuccess);
-    REQUIRE(n == 4);
-    REQUIRE(rank == r);
+    RANK_REQUIRE(weftCommCount(comms[r], &n) == weftSuccess);
+    RANK_REQUIRE(weftCommUserRank(comms[r], &rank) == weftSuccess);
+    RANK_REQUIRE(n == 4);
+    RANK_REQUIRE(rank == r);
     everyCollective(comms[r], 4, r);
   });
 }
@@ -80,10 +91,13 @@ TEST_CASE("weftCommInitRank from 3 threads forms a communicator and runs every c
   REQUIRE(weftGetUniqueId(&id) == weftSuccess);
   std::vector<weftComm_t> comms(3);
   onEveryRank(3, [&](int r) {
-    REQUIRE(weftCommInitRank(&comms[r], 3, id, r) == weftSuccess);
+    const weftResult_t init = weftCommInitRank(&comms[r], 3, id, r);
+    RANK_REQUIRE(init == weftSuccess);
     everyCollective(comms[r], 3, r);
-    REQUIRE(weftCommFinalize(comms[r]) == weftSuccess);
-    REQUIRE(weftCommDestroy(comms[r]) == weftSuccess);
+    const weftResult_t finalize = weftCommFinalize(comms[r]);
+    RANK_REQUIRE(finalize == weftSuccess);
+    const weftResult_t destroy = weftCommDestroy(comms[r]);
+    RANK_REQUIRE(destroy == weftSuccess);
   });
 }
 
@@ -147,20 +161,24 @@ TEST_CASE("host streams run operations in order and report completion") {
   ThreadComms comms(n);
   onEveryRank(n, [&](int r) {
     weftStream_t stream;
-    REQUIRE(weftStreamCreate(&stream) == weftSuccess);
+    RANK_REQUIRE(weftStreamCreate(&stream) == weftSuccess);
     std::vector<std::vector<int32_t>> bufs(iterations, std::vector<int32_t>(10000, r + 1));
     // Each operation feeds the next: in-place allreduce of the previous result.
     std::vector<int32_t> x(10000, r + 1);
-    for (int i = 0; i < iterations; ++i)
-      REQUIRE(weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, comms[r],
-                            stream) == weftSuccess);
+    for (int i = 0; i < iterations; ++i) {
+      const weftResult_t allReduce =
+          weftAllReduce(x.data(), x.data(), x.size(), weftInt32, weftSum, comms[r], stream);
+      RANK_REQUIRE(allReduce == weftSuccess);
+    }
     const weftResult_t q = weftStreamQuery(stream);
-    REQUIRE((q == weftSuccess || q == weftInProgress));
-    REQUIRE(weftStreamSynchronize(stream) == weftSuccess);
-    REQUIRE(weftStreamQuery(stream) == weftSuccess);
+    RANK_REQUIRE((q == weftSuccess || q == weftInProgress));
+    const weftResult_t synchronize = weftStreamSynchronize(stream);
+    RANK_REQUIRE(synchronize == weftSuccess);
+    RANK_REQUIRE(weftStreamQuery(stream) == weftSuccess);
     // (1+2) * 2^9 after ten doublings of the sum of two ranks
-    for (int32_t v : x) REQUIRE(v == 3 * 512);
-    REQUIRE(weftStreamDestroy(stream) == weftSuccess);
+    for (int32_t v : x) RANK_REQUIRE(v == 3 * 512);
+    const weftResult_t destroy = weftStreamDestroy(stream);
+    RANK_REQUIRE(destroy == weftSuccess);
   });
 }
 
@@ -238,16 +256,17 @@ TEST_CASE("non-blocking init returns weftInProgress and completes by polling") {
   onEveryRank(2, [&](int r) {
     weftConfig_t config = WEFT_CONFIG_INITIALIZER;
     config.blocking = 0;
-    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftInProgress);
+    RANK_REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftInProgress);
     weftResult_t state = weftInProgress;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (state == weftInProgress && std::chrono::steady_clock::now() < deadline) {
-      REQUIRE(weftCommGetAsyncError(comms[r], &state) == weftSuccess);
+      RANK_REQUIRE(weftCommGetAsyncError(comms[r], &state) == weftSuccess);
       std::this_thread::yield();
     }
-    REQUIRE(state == weftSuccess);
+    RANK_REQUIRE(state == weftSuccess);
     everyCollective(comms[r], 2, r);
-    REQUIRE(weftCommDestroy(comms[r]) == weftSuccess);
+    const weftResult_t destroy = weftCommDestroy(comms[r]);
+    RANK_REQUIRE(destroy == weftSuccess);
   });
 }
 
@@ -283,7 +302,8 @@ TEST_CASE("a peer that never arrives is a timeout naming it, and the communicato
   std::vector<weftComm_t> comms(2);
   onEveryRank(2, [&](int r) {
     weftConfig_t config = configWithTimeout(1500);
-    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+    const weftResult_t init = weftCommInitRankConfig(&comms[r], 2, id, r, &config);
+    RANK_REQUIRE(init == weftSuccess);
   });
   std::vector<float> x(1 << 16, 1.0f);
   // Rank 1 never calls: rank 0 must give up at its deadline and say who it waited for.
@@ -310,7 +330,8 @@ TEST_CASE("an operation on a stream that fails reaches weftStreamSynchronize and
   std::vector<weftComm_t> comms(2);
   onEveryRank(2, [&](int r) {
     weftConfig_t config = configWithTimeout(1000);
-    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+    const weftResult_t init = weftCommInitRankConfig(&comms[r], 2, id, r, &config);
+    RANK_REQUIRE(init == weftSuccess);
   });
   weftStream_t stream;
   REQUIRE(weftStreamCreate(&stream) == weftSuccess);
@@ -334,7 +355,8 @@ TEST_CASE("weftCommAbort from another thread releases an operation waiting for a
   std::vector<weftComm_t> comms(2);
   onEveryRank(2, [&](int r) {
     weftConfig_t config = configWithTimeout(600000);  // only the abort can end the wait
-    REQUIRE(weftCommInitRankConfig(&comms[r], 2, id, r, &config) == weftSuccess);
+    const weftResult_t init = weftCommInitRankConfig(&comms[r], 2, id, r, &config);
+    RANK_REQUIRE(init == weftSuccess);
   });
   std::atomic<int> result{-1};
   std::thread waiter([&] {
@@ -343,8 +365,9 @@ TEST_CASE("weftCommAbort from another thread releases an operation waiting for a
   });
   // Give the waiter time to start waiting; the test is valid whichever comes first.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  REQUIRE(weftCommAbort(comms[0]) == weftSuccess);
-  waiter.join();
+  const weftResult_t aborted = weftCommAbort(comms[0]);
+  waiter.join();  // before any check: a failed REQUIRE must not destroy a joinable thread
+  REQUIRE(aborted == weftSuccess);
   // Aborted while waiting: the abort result; aborted before the call: not a live communicator.
   CHECK((result == weftInvalidUsage || result == weftInvalidArgument));
   CHECK(weftCommAbort(comms[1]) == weftSuccess);

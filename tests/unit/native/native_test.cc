@@ -63,7 +63,7 @@ std::vector<std::string> sweep(Collective coll, int n) {
         RankBuffers& buffers = *rankBuffers[r];
         weftRedOp_t redop = static_cast<weftRedOp_t>(op);
         if (op == kPreMulSum && reduces(coll))
-          REQUIRE(createPreMulSum(type, comms[r], &redop) == weftSuccess);
+          RANK_REQUIRE(createPreMulSum(type, comms[r], &redop) == weftSuccess);
         CaseShape mine = shape;
         bool shift = false;
         for (uint64_t count : kCounts)
@@ -83,7 +83,7 @@ std::vector<std::string> sweep(Collective coll, int n) {
                                                 describeCase(mine, inPlace),
                                                 shift ? " (shifted)" : "", wrong, first));
           }
-        if (redop >= weftNumOps) REQUIRE(weftRedOpDestroy(redop, comms[r]) == weftSuccess);
+        if (redop >= weftNumOps) RANK_REQUIRE(weftRedOpDestroy(redop, comms[r]) == weftSuccess);
       });
     }
   std::vector<std::string> all;

@@ -3,16 +3,17 @@
 // of ranks that have a core each and of ranks that share cores; otherwise it ends with the
 // deadline, the abort flag or a peer check, each an error that says which wait and whom it
 // waited for. Thread ranks stand in for processes: the futex is shared either way.
-#include <catch2/catch.hpp>
+#include "transports/shm/flag.hpp"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "lib/base/error.hpp"
-#include "transports/shm/flag.hpp"
 
 using weft::SharedFlag;
 using weft::WaitContext;
@@ -108,14 +109,16 @@ TEST_CASE("an abort raised during a wait ends it with the aborted result", "[shm
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     aborted.store(true);
   });
+  std::optional<weft::Error> error;
   try {
     weft::waitFor(flag, 1, context, 1);
-    FAIL("the wait returned");
   } catch (const weft::Error& e) {
-    CHECK(e.result() == weft::kAbortedResult);
-    CHECK_THAT(std::string(e.what()), Catch::Contains("rank 0 of 2: AllReduce #7: stopped"));
+    error = e;
   }
-  aborter.join();
+  aborter.join();  // before any check: a failed REQUIRE must not destroy a joinable thread
+  REQUIRE(error);
+  CHECK(error->result() == weft::kAbortedResult);
+  CHECK_THAT(std::string(error->what()), Catch::Contains("rank 0 of 2: AllReduce #7: stopped"));
 }
 
 TEST_CASE("a peer check that throws ends a sleeping wait with its error", "[shm][flag]") {
