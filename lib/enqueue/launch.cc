@@ -469,6 +469,8 @@ bool launchNative(const Submission& s) {
     return true;
   }
   // The task holds the communicator, not the stream (as launch's tasks).
+  static_assert(StreamTask::kFitsInline<NativeLaunch>,
+                "a queued native collective would allocate: enlarge StreamTask::kInlineBytes");
   l.queuedComm = s.comm;
   s.stream->enqueue([l = std::move(l)] { runNative(l); });
   return true;

@@ -1,10 +1,10 @@
 #include "lib/stream/host_stream.hpp"
 
-#include "lib/base/log.hpp"
+#include <exception>
 
 namespace weft {
 
-HostStream::HostStream() : worker_([this] { run(); }) {}
+HostStream::HostStream() : ring_(new Slot[kSlots]), worker_([this] { run(); }) {}
 
 HostStream::~HostStream() {
   {
@@ -15,54 +15,99 @@ HostStream::~HostStream() {
   worker_.join();
 }
 
-void HostStream::enqueue(std::function<void()> task) {
-  {
+std::unique_lock<std::mutex> HostStream::claimSlot() {
+  std::unique_lock claim(producerMutex_);
+  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  if (tail - head_.load(std::memory_order_acquire) >= kSlots) {
+    // tail_ cannot move while this producer holds producerMutex_, so the worker can tell
+    // when the wait is over (taskEnded).
     std::unique_lock lock(mutex_);
-    if (queue_.size() >= kMaxQueued) {
-      ++producersWaiting_;
-      spaceCv_.wait(lock, [&] { return queue_.size() <= kMaxQueued / 2; });
-      --producersWaiting_;
-    }
-    queue_.push_back(std::move(task));
+    producersWaiting_.fetch_add(1, std::memory_order_seq_cst);
+    spaceCv_.wait(lock,
+                  [&] { return tail - head_.load(std::memory_order_seq_cst) <= kMaxQueued / 2; });
+    producersWaiting_.fetch_sub(1, std::memory_order_relaxed);
   }
-  workCv_.notify_one();
+  return claim;
+}
+
+void HostStream::commit(std::unique_lock<std::mutex>& claim) {
+  tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  claim.unlock();
+  if (workerAsleep_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(mutex_);
+    workCv_.notify_one();
+  }
 }
 
 std::optional<Error> HostStream::synchronize() {
+  const uint64_t target = tail_.load(std::memory_order_seq_cst);
   std::unique_lock lock(mutex_);
-  idleCv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  if (head_.load(std::memory_order_seq_cst) < target) {
+    syncWaiters_.fetch_add(1, std::memory_order_seq_cst);
+    for (;;) {
+      // The worker resets wakeSyncAt_ when it wakes the waiters; those still waiting set it
+      // again.
+      if (wakeSyncAt_.load(std::memory_order_relaxed) > target)
+        wakeSyncAt_.store(target, std::memory_order_seq_cst);
+      if (head_.load(std::memory_order_seq_cst) >= target) break;
+      idleCv_.wait(lock);
+    }
+    syncWaiters_.fetch_sub(1, std::memory_order_relaxed);
+  }
   std::optional<Error> error;
   error.swap(firstError_);
   return error;
 }
 
 bool HostStream::idle() const {
+  const uint64_t tail = tail_.load(std::memory_order_acquire);
+  return head_.load(std::memory_order_acquire) == tail;
+}
+
+void HostStream::taskEnded(uint64_t head) {
+  head_.store(head, std::memory_order_seq_cst);
+  const bool producerWaits = producersWaiting_.load(std::memory_order_seq_cst) > 0 &&
+                             tail_.load(std::memory_order_acquire) - head <= kMaxQueued / 2;
+  const bool syncWaits = syncWaiters_.load(std::memory_order_seq_cst) > 0 &&
+                         wakeSyncAt_.load(std::memory_order_seq_cst) <= head;
+  if (!producerWaits && !syncWaits) return;
   std::lock_guard lock(mutex_);
-  return queue_.empty() && !busy_;
+  if (producerWaits) spaceCv_.notify_all();
+  if (syncWaits) {
+    wakeSyncAt_.store(UINT64_MAX, std::memory_order_relaxed);
+    idleCv_.notify_all();
+  }
 }
 
 void HostStream::run() {
-  std::unique_lock lock(mutex_);
+  uint64_t head = 0;
   for (;;) {
-    workCv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-    if (queue_.empty()) return;  // stopping, and everything has run
-    std::function<void()> task = std::move(queue_.front());
-    queue_.pop_front();
-    if (producersWaiting_ > 0 && queue_.size() <= kMaxQueued / 2) spaceCv_.notify_all();
-    busy_ = true;
-    lock.unlock();
-    std::optional<Error> failed;
-    try {
-      task();
-    } catch (const Error& e) {
-      failed = e;
-    } catch (const std::exception& e) {
-      failed = Error(weftInternalError, e.what());
+    uint64_t tail = tail_.load(std::memory_order_acquire);
+    if (tail == head) {
+      std::unique_lock lock(mutex_);
+      workerAsleep_.store(true, std::memory_order_seq_cst);
+      while ((tail = tail_.load(std::memory_order_seq_cst)) == head && !stopping_)
+        workCv_.wait(lock);
+      workerAsleep_.store(false, std::memory_order_relaxed);
+      if (tail == head) return;  // stopping, and everything has run
     }
-    lock.lock();
-    busy_ = false;
-    if (failed && !firstError_) firstError_ = std::move(failed);
-    if (queue_.empty()) idleCv_.notify_all();
+    for (; head != tail; ++head) {
+      StreamTask& task = slot(head);
+      std::optional<Error> failed;
+      try {
+        task();
+      } catch (const Error& e) {
+        failed = e;
+      } catch (const std::exception& e) {
+        failed = Error(weftInternalError, e.what());
+      }
+      task.reset();
+      if (failed) {
+        std::lock_guard lock(mutex_);
+        if (!firstError_) firstError_ = std::move(failed);
+      }
+      taskEnded(head + 1);
+    }
   }
 }
 

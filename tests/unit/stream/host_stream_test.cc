@@ -1,9 +1,11 @@
 #include "lib/stream/host_stream.hpp"
 
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -82,4 +84,59 @@ TEST_CASE("enqueue on a full host stream waits until the worker has run half its
   producer.join();
   CHECK_FALSE(stream.synchronize());
   CHECK(ran.load() == total);
+}
+
+TEST_CASE("a host stream runs callables of any size and releases their captures once run") {
+  HostStream stream;
+  auto token = std::make_shared<int>(0);
+  std::array<int, 100> big{};  // 400 bytes: more than a task record holds in place
+  big[99] = 7;
+  int sum = 0;
+  {
+    auto small = [token, &sum] { sum += 1; };
+    auto large = [token, big, &sum] { sum += big[99]; };
+    static_assert(weft::StreamTask::kFitsInline<decltype(small)>);
+    static_assert(!weft::StreamTask::kFitsInline<decltype(large)>);
+    for (int i = 0; i < 2000; ++i) {  // around the ring, twice
+      stream.enqueue(small);
+      stream.enqueue(large);
+    }
+  }
+  CHECK_FALSE(stream.synchronize());
+  CHECK(sum == 2000 * 8);
+  CHECK(token.use_count() == 1);
+}
+
+TEST_CASE("a host stream keeps each caller's order with several callers and synchronizers") {
+  HostStream stream;
+  constexpr int kCallers = 4, kTasks = 3000;
+  std::vector<std::vector<int>> ran(kCallers);  // written by the worker only
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < kTasks; ++i) {
+        stream.enqueue([&ran, c, i] { ran[c].push_back(i); });
+        if (i % 500 == 0) (void)stream.synchronize();  // waits while the others keep queueing
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  CHECK_FALSE(stream.synchronize());
+  CHECK(stream.idle());
+  for (int c = 0; c < kCallers; ++c) {
+    REQUIRE(ran[c].size() == kTasks);
+    for (int i = 0; i < kTasks; ++i) REQUIRE(ran[c][i] == i);
+  }
+}
+
+TEST_CASE("destroying a host stream runs what it still holds") {
+  std::atomic<int> ran{0};
+  Gate gate;
+  {
+    HostStream stream;
+    stream.enqueue([&] { gate.pass(); });
+    for (int i = 0; i < 100; ++i) stream.enqueue([&] { ran.fetch_add(1); });
+    gate.waitEntered();
+    gate.release();
+  }
+  CHECK(ran.load() == 100);
 }
