@@ -41,6 +41,12 @@ void HostStream::commit(std::unique_lock<std::mutex>& claim) {
 
 std::optional<Error> HostStream::synchronize() {
   const uint64_t target = tail_.load(std::memory_order_seq_cst);
+  bool idleRunner = false;
+  if (head_.load(std::memory_order_acquire) < target &&
+      running_.compare_exchange_strong(idleRunner, true, std::memory_order_acquire)) {
+    runTasks(target);
+    releaseRunner();
+  }
   std::unique_lock lock(mutex_);
   if (head_.load(std::memory_order_seq_cst) < target) {
     syncWaiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -79,35 +85,55 @@ void HostStream::taskEnded(uint64_t head) {
   }
 }
 
+void HostStream::runTasks(uint64_t end) {
+  for (uint64_t head = head_.load(std::memory_order_relaxed); head < end; ++head) {
+    StreamTask& task = slot(head);
+    std::optional<Error> failed;
+    try {
+      task();
+    } catch (const Error& e) {
+      failed = e;
+    } catch (const std::exception& e) {
+      failed = Error(weftInternalError, e.what());
+    }
+    task.reset();
+    if (failed) {
+      std::lock_guard lock(mutex_);
+      if (!firstError_) firstError_ = std::move(failed);
+    }
+    taskEnded(head + 1);
+  }
+}
+
+bool HostStream::workReady() const {
+  return tail_.load(std::memory_order_seq_cst) != head_.load(std::memory_order_seq_cst) &&
+         !running_.load(std::memory_order_seq_cst);
+}
+
+void HostStream::releaseRunner() {
+  running_.store(false, std::memory_order_seq_cst);
+  if (tail_.load(std::memory_order_seq_cst) != head_.load(std::memory_order_relaxed) &&
+      workerAsleep_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(mutex_);
+    workCv_.notify_one();
+  }
+}
+
 void HostStream::run() {
-  uint64_t head = 0;
   for (;;) {
-    uint64_t tail = tail_.load(std::memory_order_acquire);
-    if (tail == head) {
+    if (!workReady()) {
       std::unique_lock lock(mutex_);
       workerAsleep_.store(true, std::memory_order_seq_cst);
-      while ((tail = tail_.load(std::memory_order_seq_cst)) == head && !stopping_)
-        workCv_.wait(lock);
+      while (!workReady() && !stopping_) workCv_.wait(lock);
       workerAsleep_.store(false, std::memory_order_relaxed);
-      if (tail == head) return;  // stopping, and everything has run
+      if (!workReady()) return;  // stopping, and everything has run
     }
-    for (; head != tail; ++head) {
-      StreamTask& task = slot(head);
-      std::optional<Error> failed;
-      try {
-        task();
-      } catch (const Error& e) {
-        failed = e;
-      } catch (const std::exception& e) {
-        failed = Error(weftInternalError, e.what());
-      }
-      task.reset();
-      if (failed) {
-        std::lock_guard lock(mutex_);
-        if (!firstError_) firstError_ = std::move(failed);
-      }
-      taskEnded(head + 1);
-    }
+    // A caller in synchronize may have taken the tasks (and runs them, then wakes this thread
+    // if more have come).
+    bool idleRunner = false;
+    if (!running_.compare_exchange_strong(idleRunner, true, std::memory_order_acquire)) continue;
+    runTasks(tail_.load(std::memory_order_acquire));
+    releaseRunner();
   }
 }
 

@@ -42,7 +42,10 @@ class HostStream {
     commit(claim);
   }
   // Waits until every task enqueued so far has run. Returns the first error since the last
-  // synchronize (and forgets it), or nullopt.
+  // synchronize (and forgets it), or nullopt. When the worker is not running a task, the
+  // caller runs them itself: the worker, woken by enqueue, may not have been given a core yet
+  // (a framework's call is an enqueue and a synchronize: both wake-ups cost more than a small
+  // collective).
   std::optional<Error> synchronize();
   // True when nothing is queued or running.
   bool idle() const;
@@ -60,6 +63,13 @@ class HostStream {
   // Makes the record filled under `claim` visible to the worker and wakes it if it sleeps.
   void commit(std::unique_lock<std::mutex>& claim);
   void run();
+  // Whether the worker has tasks to run that nobody runs.
+  bool workReady() const;
+  // Runs the tasks from head_ up to `end`; the caller holds running_.
+  void runTasks(uint64_t end);
+  // Gives running_ up, and wakes the worker if it slept because this thread ran tasks and
+  // more have come.
+  void releaseRunner();
   void taskEnded(uint64_t head);
 
   std::unique_ptr<Slot[]> ring_;
@@ -68,6 +78,8 @@ class HostStream {
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::mutex producerMutex_;
+  // Taken by the thread that runs tasks: the worker, or a caller in synchronize.
+  std::atomic<bool> running_{false};
   // Sleeping and waking: each side announces that it sleeps (sequentially consistent), then
   // looks once more at the counter it waits for; the other side moves its counter, then looks
   // at the announcement, and notifies under mutex_.
