@@ -47,8 +47,9 @@ std::optional<Error> HostStream::synchronize() {
     runTasks(target);
     releaseRunner();
   }
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock(mutex_, std::defer_lock);
   if (head_.load(std::memory_order_seq_cst) < target) {
+    lock.lock();
     syncWaiters_.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
       // The worker resets wakeSyncAt_ when it wakes the waiters; those still waiting set it
@@ -60,6 +61,10 @@ std::optional<Error> HostStream::synchronize() {
     }
     syncWaiters_.fetch_sub(1, std::memory_order_relaxed);
   }
+  // A task that failed set failed_ before its head_ moved past it.
+  if (!failed_.load(std::memory_order_acquire)) return std::nullopt;
+  if (!lock.owns_lock()) lock.lock();
+  failed_.store(false, std::memory_order_relaxed);
   std::optional<Error> error;
   error.swap(firstError_);
   return error;
@@ -100,6 +105,7 @@ void HostStream::runTasks(uint64_t end) {
     if (failed) {
       std::lock_guard lock(mutex_);
       if (!firstError_) firstError_ = std::move(failed);
+      failed_.store(true, std::memory_order_release);
     }
     taskEnded(head + 1);
   }
@@ -124,9 +130,12 @@ void HostStream::run() {
     if (!workReady()) {
       std::unique_lock lock(mutex_);
       workerAsleep_.store(true, std::memory_order_seq_cst);
-      while (!workReady() && !stopping_) workCv_.wait(lock);
+      bool ready = false;
+      while (!(ready = workReady()) && !stopping_) workCv_.wait(lock);
       workerAsleep_.store(false, std::memory_order_relaxed);
-      if (!workReady()) return;  // stopping, and everything has run
+      // Stopping: nobody synchronizes a stream that is being destroyed, so nothing else runs
+      // its tasks, and not ready means none is left.
+      if (!ready) return;
     }
     // A caller in synchronize may have taken the tasks (and runs them, then wakes this thread
     // if more have come).

@@ -91,6 +91,8 @@ class HostStream {
   std::condition_variable workCv_, idleCv_, spaceCv_;
   bool stopping_ = false;            // under mutex_
   std::optional<Error> firstError_;  // under mutex_
+  std::atomic<bool> failed_{false};  // firstError_ is set (a synchronize without an error
+                                     // takes no lock once its tasks have run)
   std::thread worker_;
 };
 

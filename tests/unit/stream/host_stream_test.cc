@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -139,4 +140,19 @@ TEST_CASE("destroying a host stream runs what it still holds") {
     gate.release();
   }
   CHECK(ran.load() == 100);
+}
+
+TEST_CASE("a host stream's worker runs tasks without synchronize after synchronize ran some") {
+  // Each synchronize here races the worker that enqueue woke for the task; whichever loses
+  // must carry on. The last task is never synchronized: only the worker can run it.
+  HostStream stream;
+  for (int i = 0; i < 20000; ++i) {
+    stream.enqueue([] {});
+    REQUIRE_FALSE(stream.synchronize());
+  }
+  std::promise<void> ran;
+  std::future<void> done = ran.get_future();
+  stream.enqueue([&ran] { ran.set_value(); });
+  CHECK(done.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
+  CHECK_FALSE(stream.synchronize());
 }
