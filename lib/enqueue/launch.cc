@@ -1,18 +1,18 @@
 #include "lib/enqueue/launch.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
-
 #include <thread>
 
 #include "algorithms/executor.hpp"
-#include "algorithms/shm/shm_collectives.hpp"
 #include "algorithms/reduce/datatype.hpp"
+#include "algorithms/shm/shm_collectives.hpp"
 #include "lib/base/env.hpp"
 #include "lib/base/log.hpp"
-#include "lib/enqueue/check.hpp"
 #include "lib/comm/comm.hpp"
+#include "lib/enqueue/check.hpp"
 #include "lib/enqueue/reduction.hpp"
 #include "lib/enqueue/tags.hpp"
 #include "lib/stream/host_stream.hpp"
@@ -390,22 +390,25 @@ void runTasks(std::vector<Task>& tasks) {
   for (Task& t : tasks) t.comm->endTurn(t.ticket);
 }
 
-// One collective that the native shared-memory code runs as it is, its turn reserved.
+// One collective that the native shared-memory code runs as it is, its turn reserved; or, on a
+// communicator of one rank, copies: every collective's output is then its input.
 struct NativeLaunch {
   Comm* comm = nullptr;
   std::shared_ptr<Comm> queuedComm;  // a queued launch's hold on it (a call now has the caller's)
   NativeCall call;
+  bool self = false;  // one rank: a copy (none in place)
   PlannedOp planned;  // for messages
   uint64_t ticket = 0;
 };
 
 // Takes the communicator's next turn for `s` into `l` if the native code can run it without
-// planning (no group, no scaling, a collective the tuner leaves to shared memory); returns
-// false otherwise, having done nothing.
+// planning (no group, no scaling, a collective the tuner leaves to shared memory, or any
+// collective of a single rank); returns false otherwise, having done nothing.
 bool reserveNative(const Submission& s, NativeLaunch& l) {
   Comm& comm = *s.comm;
   const Operation& op = s.op;
-  if (!comm.shm() || op.count == 0 || op.collective == Collective::Send ||
+  const bool self = comm.nranks() == 1;
+  if ((!comm.shm() && !self) || op.count == 0 || op.collective == Collective::Send ||
       op.collective == Collective::Recv || !ShmCollectives::serves(op.collective) ||
       envOrDefaults().check ||
       !comm.tuner().choosesNative(op.collective, comm.overrides(), /*nativeAvailable=*/true))
@@ -435,6 +438,7 @@ bool reserveNative(const Submission& s, NativeLaunch& l) {
   call.reduceMany = reduction.many;
   call.root = op.root;
   call.inPlace = isInPlace(op, rank, n);
+  l.self = self;
   return true;
 }
 
@@ -446,8 +450,14 @@ void runNative(const NativeLaunch& l) {
     comm.waitTurn(l.ticket);
     holding = true;
     comm.checkUsable();
-    comm.noteChoice(l.planned.op.collective, "shared memory (native)");
-    comm.shm()->run(l.call, comm.shmWait({&describePlanned, &l.planned}));
+    if (l.self) {
+      comm.noteChoice(l.planned.op.collective, "a copy (one rank)");
+      if (!l.call.inPlace)
+        std::memcpy(l.call.recvbuff, l.call.sendbuff, l.call.count * l.call.elemSize);
+    } else {
+      comm.noteChoice(l.planned.op.collective, "shared memory (native)");
+      comm.shm()->run(l.call, comm.shmWait({&describePlanned, &l.planned}));
+    }
   } catch (const Error& e) {
     comm.setFailed(e);
     if (holding)

@@ -27,10 +27,10 @@ struct Submission {
 void launch(std::vector<Submission> submissions);
 
 // The common call of a framework or a benchmark, outside a group: one collective that the
-// native shared-memory code runs. Runs it (NULL stream) or queues it on its stream without the
-// planning that groups and schedules need (a few allocations and locks: a fifth of a small
-// allreduce's time), and returns true; returns false, having done nothing, for any other
-// submission.
+// native shared-memory code runs, or any collective without scaling on one rank (a copy).
+// Runs it (NULL stream) or queues it on its stream without the planning that groups and
+// schedules need (a few allocations and locks: a fifth of a small allreduce's time), and
+// returns true; returns false, having done nothing, for any other submission.
 bool launchNative(const Submission& submission);
 
 }  // namespace weft
