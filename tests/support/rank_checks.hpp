@@ -10,6 +10,8 @@
 // its own, needs before it can arrive.
 // INFO, CAPTURE and UNSCOPED_INFO must not be used on rank threads: their message stack is
 // shared by all threads. Put what a failure must say into the checked expression instead.
+// A RANK_CHECK that fails marks its thread (rankCheckFailed), so that onEveryRank
+// (unit/api/api_support.hpp) names the rank, as it does for a failed RANK_REQUIRE.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -20,6 +22,17 @@ namespace weft::testing {
 inline std::mutex& catchMutex() {
   static std::mutex mutex;
   return mutex;
+}
+
+// Set on this thread by a RANK_CHECK or RANK_CHECK_THAT that failed.
+inline bool& rankCheckFailed() {
+  thread_local bool failed = false;
+  return failed;
+}
+
+// After a Catch assertion, under catchMutex().
+inline void noteRankCheck() {
+  if (!Catch::getResultCapture().lastAssertionPassed()) rankCheckFailed() = true;
 }
 
 }  // namespace weft::testing
@@ -34,10 +47,12 @@ inline std::mutex& catchMutex() {
   do {                                                                       \
     std::lock_guard<std::mutex> weftCatchLock_(weft::testing::catchMutex()); \
     CHECK(__VA_ARGS__);                                                      \
+    weft::testing::noteRankCheck();                                          \
   } while (false)
 
 #define RANK_CHECK_THAT(...)                                                 \
   do {                                                                       \
     std::lock_guard<std::mutex> weftCatchLock_(weft::testing::catchMutex()); \
     CHECK_THAT(__VA_ARGS__);                                                 \
+    weft::testing::noteRankCheck();                                          \
   } while (false)

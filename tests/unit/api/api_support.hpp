@@ -21,6 +21,7 @@ inline void onEveryRank(int n, const std::function<void(int)>& body) {
     threads.emplace_back([&, r] {
       try {
         body(r);
+        if (rankCheckFailed()) failures[r] = "a check failed on this rank (see above)";
       } catch (const std::exception& e) {
         failures[r] = e.what();
       } catch (...) {  // a failed REQUIRE: Catch reports it itself
