@@ -1,5 +1,7 @@
 #include "lib/stream/host_stream.hpp"
 
+#include <cxxabi.h>
+
 #include <exception>
 
 namespace weft {
@@ -71,8 +73,10 @@ std::optional<Error> HostStream::synchronize() {
 }
 
 bool HostStream::idle() const {
-  const uint64_t tail = tail_.load(std::memory_order_acquire);
-  return head_.load(std::memory_order_acquire) == tail;
+  // head_ first: it only grows and never passes tail_, so if it equals the tail_ read after
+  // it, nothing was queued or running at that moment.
+  const uint64_t head = head_.load(std::memory_order_acquire);
+  return tail_.load(std::memory_order_acquire) == head;
 }
 
 void HostStream::taskEnded(uint64_t head) {
@@ -100,6 +104,14 @@ void HostStream::runTasks(uint64_t end) {
       failed = e;
     } catch (const std::exception& e) {
       failed = Error(weftInternalError, e.what());
+    } catch (const abi::__forced_unwind&) {
+      throw;  // thread cancellation must go on unwinding
+    } catch (...) {
+      // Anything else would leave this thread holding the runner's token (or, on the worker,
+      // end the process) with the task's record in place.
+      failed = Error(weftInternalError,
+                     "a task on the stream threw something that is not a "
+                     "std::exception");
     }
     task.reset();
     if (failed) {

@@ -111,7 +111,9 @@ TEST_CASE("a host stream runs callables of any size and releases their captures 
 TEST_CASE("a host stream keeps each caller's order with several callers and synchronizers") {
   HostStream stream;
   constexpr int kCallers = 4, kTasks = 3000;
-  std::vector<std::vector<int>> ran(kCallers);  // written by the worker only
+  // Written by whichever thread runs the tasks (the worker or a caller in synchronize), one at
+  // a time.
+  std::vector<std::vector<int>> ran(kCallers);
   std::vector<std::thread> callers;
   for (int c = 0; c < kCallers; ++c)
     callers.emplace_back([&, c] {
@@ -155,4 +157,18 @@ TEST_CASE("a host stream's worker runs tasks without synchronize after synchroni
   stream.enqueue([&ran] { ran.set_value(); });
   CHECK(done.wait_for(std::chrono::seconds(120)) == std::future_status::ready);
   CHECK_FALSE(stream.synchronize());
+}
+
+TEST_CASE("a task that throws something else than a std::exception fails, and the stream goes on") {
+  HostStream stream;
+  for (int round = 0; round < 200; ++round) {  // run by the worker or by synchronize
+    int ran = 0;
+    stream.enqueue([] { throw 42; });
+    stream.enqueue([&ran] { ++ran; });
+    const std::optional<weft::Error> error = stream.synchronize();
+    REQUIRE(error);
+    CHECK(error->result() == weftInternalError);
+    CHECK(ran == 1);
+  }
+  CHECK(stream.idle());
 }
