@@ -3,10 +3,11 @@
 // until synchronize() hands it out.
 //
 // The queue is a ring of task records, filled by callers (one at a time, under a producers'
-// lock that the worker never takes) and emptied by the worker, which sees new tasks through a
-// counter: a queued call costs no allocation and no lock shared with the worker. Each side
-// sleeps on a condition variable only when it has nothing to do, and the other side takes the
-// lock to wake it only when it is asleep.
+// lock that the worker never takes) and emptied by the runner, which sees new tasks through a
+// counter: a queued call costs no allocation and no lock shared with the worker. The runner is
+// the worker or a caller in synchronize, whichever holds the runner's token. Each side sleeps
+// on a condition variable only when it has nothing to do, and the other side takes the lock to
+// wake it only when it is asleep.
 #pragma once
 
 #include <atomic>
@@ -51,7 +52,7 @@ class HostStream {
   bool idle() const;
 
  private:
-  // The running task's record and kMaxQueued waiting ones: the worker empties a record only
+  // The running task's record and kMaxQueued waiting ones: the runner empties a record only
   // after its task has run.
   static constexpr uint64_t kSlots = kMaxQueued + 1;
   struct alignas(64) Slot {
@@ -73,7 +74,7 @@ class HostStream {
   void taskEnded(uint64_t head);
 
   std::unique_ptr<Slot[]> ring_;
-  // Tasks enqueued (written under producerMutex_), and tasks run and emptied (by the worker):
+  // Tasks enqueued (written under producerMutex_), and tasks run and emptied (by the runner):
   // each on its own line, written by one side and read by the other.
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) std::atomic<uint64_t> head_{0};
