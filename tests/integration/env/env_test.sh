@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# WEFT_DEBUG / WEFT_DEBUG_SUBSYS / WEFT_DEBUG_FILE reach the log, WEFT_SHM_SLOT_BYTES the
-# segment, WEFT_SHM_CMA_COST the choice of CMA, and a bad WEFT_* value is a clear error at init, naming the variable.
+# WEFT_DEBUG / WEFT_DEBUG_SUBSYS / WEFT_DEBUG_FILE reach the log (and the path each collective
+# takes is in it), WEFT_SHM_SLOT_BYTES the segment, WEFT_SHM_CMA_COST the choice of CMA, and a
+# bad WEFT_* value is a clear error at init, naming the variable.
 set -euo pipefail
 weftrun=$1 smoke=$2
 work=$(mktemp -d)
@@ -16,6 +17,17 @@ grep -q "WEFT INFO rank 0 of 2: ready" "$work"/log.* || { echo "no INIT line"; c
 if grep -v " INIT\| rank [0-9]* of [0-9]*: ready" "$work"/log.* | grep -q "WEFT INFO .*NET"; then
   echo "a NET line leaked through WEFT_DEBUG_SUBSYS=INIT"; exit 1
 fi
+
+# The choice of each collective's path is logged at INFO (TUNE): a communicator of one rank
+# copies, two ranks on one host take the native shared-memory code.
+WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=TUNE \
+  "$weftrun" -n 1 --timeout 60 "$smoke" >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+grep -q "AllReduce runs as a copy (one rank)" "$work/out" ||
+  { echo "1 rank: no 'AllReduce runs as a copy (one rank)' in the log:"; cat "$work/out"; exit 1; }
+WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=TUNE \
+  "$weftrun" -n 2 --timeout 60 "$smoke" >"$work/out" 2>&1 || { cat "$work/out"; exit 1; }
+grep -q "AllReduce runs as shared memory (native)" "$work/out" ||
+  { echo "2 ranks: no 'AllReduce runs as shared memory (native)':"; cat "$work/out"; exit 1; }
 
 # WEFT_SHM_SLOT_BYTES sizes the segment's slots (the log says so), and the job still works.
 WEFT_SHM_SLOT_BYTES=65536 WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=SHM \
