@@ -220,6 +220,7 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
   const bool streamed = streamOutput(call.count * es, n());
+  const bool cachedStores = cachedSlotStores();
   for (uint64_t at = 0; at < call.count; at += perChunk) {
     const uint64_t len = std::min(perChunk, call.count - at);
     const int s = claimSlot();
@@ -236,11 +237,9 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     // place too: the kernels allow the output to be the first input), then copied into my own
     // slot, which the peers read next. Reducing into the slot took twice as long: its lines
     // were last read by the peers, and every store of the reduction waited for them to be
-    // given up. The copy into the slot stores through the cache: the peers then read the
-    // slice from this core's cache, where streaming stores sent it to memory and back. 2
-    // ranks, WEFT_SHM_MODE=staged, 5 alternating weft-perf runs on a 2-core AMD EPYC (Zen 4)
-    // VM, medians, time over streaming's: 0.78 at 256 KiB, 0.59 at 1 MiB, 0.71 at 4 MiB, 0.83
-    // at 16 MiB, 0.91 at 64 MiB; 4 ranks sharing the 2 cores, 4 runs: 0.82-1.08.
+    // given up. The copy streams past the cache, unless the trials found cached stores faster
+    // (path_trials.hpp): the peers then read the slice from this core's cache rather than from
+    // memory.
     const Range mine = blockRange(len, n(), me());
     uint8_t* result = out + (at + mine.offset) * es;
     const uint8_t* own = in + (at + mine.offset) * es;
@@ -251,7 +250,10 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
       sources_.push_back(slot(q, s) + mine.offset * es);
     }
     call.reduceMany(result, sources_.data(), n(), mine.count);
-    std::memcpy(staging + mine.offset * es, result, mine.count * es);
+    if (cachedStores)
+      std::memcpy(staging + mine.offset * es, result, mine.count * es);
+    else
+      streamCopy(staging + mine.offset * es, result, mine.count * es);
     arrive();
     const uint32_t reduced = phase_;
     for (int k = 1; k < n(); ++k) {

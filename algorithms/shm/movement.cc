@@ -223,8 +223,9 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   // memcpy's: alltoall 0.81-0.98, allgather 0.90-0.99, broadcast 0.80-1.04, scatter
   // 0.81-0.99, gather 0.86-0.95 (to 1 MiB). On 4 ranks sharing the 2 cores they did not help:
   // allgather 1.01-1.08, broadcast 0.82-1.03; nor small pieces (4-rank broadcast, 8-128 KiB:
-  // 1.10-1.13).
-  const bool streamedIn = !oversubscribed_ && piece * es >= kStreamStageBytes;
+  // 1.10-1.13). Where the trials found cached stores faster (path_trials.hpp), none stream.
+  const bool streamedIn =
+      !cachedSlotStores() && !oversubscribed_ && piece * es >= kStreamStageBytes;
   for (uint64_t at = 0; at < count; at += piece) {
     const uint64_t len = std::min(piece, count - at);
     const int s = claimSlot();

@@ -17,12 +17,23 @@ double lowerMedian(std::vector<double> v) {
 }  // namespace
 
 PathTrials::Choice trialChoice(int k) {
-  const int block = (k / PathTrials::kBlock) % 4;  // 0 1 2 3 -> S C C S
-  return block == 1 || block == 2 ? PathTrials::Choice::Cma : PathTrials::Choice::Staged;
+  using C = PathTrials::Choice;
+  static constexpr C kOrder[PathTrials::kBlocks] = {C::Staged, C::StagedCached, C::Cma,
+                                                    C::Cma,    C::StagedCached, C::Staged};
+  return kOrder[(k / PathTrials::kBlock) % PathTrials::kBlocks];
 }
 
 bool trialCounts(int k) {
   return k % PathTrials::kBlock != 0;
+}
+
+const char* choiceName(PathTrials::Choice choice) {
+  switch (choice) {
+    case PathTrials::Choice::Staged: return "staged";
+    case PathTrials::Choice::Cma: return "CMA";
+    case PathTrials::Choice::StagedCached: return "staged with cached stores";
+  }
+  return "?";
 }
 
 int PathTrials::sizeClass(uint64_t bytes) {
@@ -57,38 +68,54 @@ void PathTrials::record(double seconds) {
   if (last_.collective < 0 || lastStep_.stage != Stage::Trial || !trialCounts(lastStep_.trial))
     return;
   Class& cls = classes_[last_];
-  (lastStep_.choice == Choice::Cma ? cls.cma : cls.staged).push_back(seconds);
+  switch (lastStep_.choice) {
+    case Choice::Staged: cls.staged.push_back(seconds); break;
+    case Choice::Cma: cls.cma.push_back(seconds); break;
+    case Choice::StagedCached: cls.cached.push_back(seconds); break;
+  }
 }
 
 PathTrials::Medians PathTrials::medians() const {
   const auto it = classes_.find(last_);
   if (it == classes_.end()) return {};
-  return {lowerMedian(it->second.staged), lowerMedian(it->second.cma)};
+  const Class& cls = it->second;
+  return {lowerMedian(cls.staged), lowerMedian(cls.cma), lowerMedian(cls.cached)};
 }
 
 PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const {
   Medians slowest;
-  bool cmaTimed = !ranks.empty();
+  bool cmaTimed = !ranks.empty(), cachedTimed = !ranks.empty();
   for (const Medians& m : ranks) {
     slowest.staged = std::max(slowest.staged, m.staged);
     slowest.cma = std::max(slowest.cma, m.cma);
+    slowest.cached = std::max(slowest.cached, m.cached);
     cmaTimed &= m.cma > 0;
+    cachedTimed &= m.cached > 0;
   }
-  const double staged = slowest.staged, cma = slowest.cma;
+  // Staging unless another path was timed on every rank and is faster; ties keep the earlier.
+  struct Option {
+    Choice choice;
+    double seconds;
+    bool timed;
+  };
+  const Option options[] = {{Choice::Staged, slowest.staged, slowest.staged > 0},
+                            {Choice::StagedCached, slowest.cached, cachedTimed},
+                            {Choice::Cma, slowest.cma, cmaTimed}};
+  Option best = options[0];
+  for (const Option& o : options)
+    if (o.timed && (!best.timed || o.seconds < best.seconds)) best = o;
   Decision d;
-  d.choice = cmaTimed && (staged <= 0 || cma < staged) ? Choice::Cma : Choice::Staged;
-  const bool viaCma = d.choice == Choice::Cma;
-  const double call = viaCma ? cma : staged;
-  const double calls = call > 0 ? kHoldSeconds / call : double(kMinHoldCalls);
+  d.choice = best.choice;
+  const double calls = best.seconds > 0 ? kHoldSeconds / best.seconds : double(kMinHoldCalls);
   d.holdCalls =
       static_cast<uint32_t>(std::clamp(calls, double(kMinHoldCalls), double(kMaxHoldCalls)));
   d.line = fmt::format(
-      "{}{} with blocks of {} B to twice that: {} (slowest of {} ranks' median {:.1f} us, {} "
-      "{:.1f} us) for the next {} calls",
+      "{}{} with blocks of {} B to twice that: {} (slowest of {} ranks' medians: staged {:.1f} "
+      "us, staged with cached stores {:.1f} us, CMA {:.1f} us) for the next {} calls",
       collectiveName(static_cast<Collective>(last_.collective)),
       last_.rootInPlace ? " (root in place)" : "", uint64_t{1} << last_.sizeClass,
-      viaCma ? "CMA" : "staged", ranks.size(), call * 1e6, viaCma ? "staged" : "CMA",
-      (viaCma ? staged : cma) * 1e6, d.holdCalls);
+      choiceName(d.choice), ranks.size(), slowest.staged * 1e6, slowest.cached * 1e6,
+      slowest.cma * 1e6, d.holdCalls);
   return d;
 }
 
@@ -100,6 +127,7 @@ void PathTrials::hold(Choice choice, uint32_t holdCalls) {
   cls.holdLeft = holdCalls;
   cls.staged.clear();
   cls.cma.clear();
+  cls.cached.clear();
 }
 
 }  // namespace weft

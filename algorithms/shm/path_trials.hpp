@@ -1,16 +1,25 @@
 // Which way a collective between processes with private buffers reaches its peers, staging
-// through the segment or copying through CMA, learned from the calls themselves.
+// through the segment (its large pieces stored into the slots past the cache or through it) or
+// copying through CMA, learned from the calls themselves.
 //
 // What a CMA copy costs against memcpy (cma_cost.hpp) does not predict which path is faster on
 // every machine: on one 2-core AMD EPYC build machine a CMA copy cost 3.45 memcpys (the rule
 // says stage) while a 2-rank allreduce through CMA took 0.54-0.56x the time of staging at 256
-// KiB-2 MiB, and allgather 0.35x at 4 MiB; on another, at 2.8, staging won. So the ranks try
-// both. Each (collective, size class) goes through three stages, the same calls on every rank:
-// - trial: kTrials calls in blocks of kBlock with one path, staged, CMA, CMA, staged (the order
-//   evens out a drift); every rank times them, leaving out the first call of each block (it
-//   pays for the switch: caches, page faults on a larger output);
+// KiB-2 MiB, and allgather 0.35x at 4 MiB; on another, at 2.8, staging won. Nor does one way
+// of storing into the slots win everywhere. A staged rank with a core of its own streams large
+// pieces into its slot (the peers last read those lines, and cached stores wait for each to be
+// given up): on the AMD EPYC (Zen 5) VMs that took 0.81-0.99x the time of cached stores (2
+// ranks, 256 KiB-16 MiB, allgather, alltoall, broadcast, gather). On a Zen 4 VM cached stores
+// took 0.59-0.91x the time of streaming for a 2-rank staged allreduce (256 KiB-64 MiB) and
+// 0.59-0.80x for allgather, alltoall and gather from 1 MiB, but 1.1-2.4x for broadcast and
+// scatter, and 1.1-1.4x for blocks of 256 KiB and less (perf/README.md, commit 1e2359d).
+// So the ranks try all three:
+// - trial: kTrials calls in blocks of kBlock with one path: staged, staged with cached stores,
+//   CMA, CMA, cached, staged (the order evens out a drift); every rank times them, leaving out
+//   the first call of each block (it pays for the switch: caches, page faults on a larger
+//   output);
 // - decide: one call in which every rank publishes its median time per path, and all keep the
-//   path whose slowest rank was faster, for about kHoldSeconds of calls (timing rank 0 alone
+//   path whose slowest rank was fastest, for about kHoldSeconds of calls (timing rank 0 alone
 //   misled: a broadcast root, or one of 4 ranks on 2 cores, is not the rank that waits longest);
 // - hold: that many calls on that path; then trials again. The machine changes under the
 //   ranks (on that AMD EPYC VM the staged 1 MiB allreduce took 58 us for a minute, then 120,
@@ -35,10 +44,12 @@ namespace weft {
 
 class PathTrials {
  public:
-  enum class Choice : uint8_t { Staged, Cma };
+  // Staged: large pieces go into the slots as each staged algorithm prefers (streamed where a
+  // rank has a core); StagedCached: every store into the slots goes through the cache.
+  enum class Choice : uint8_t { Staged, Cma, StagedCached };
   enum class Stage : uint8_t { Trial, Decide, Hold };
   static constexpr int kBlock = 3;
-  static constexpr int kBlocks = 4;
+  static constexpr int kBlocks = 6;
   static constexpr int kTrials = kBlock * kBlocks;
   // How long, about, a decision holds before its class is tried again, and the fewest and most
   // calls that makes.
@@ -63,11 +74,12 @@ class PathTrials {
   // In a decide call: this rank's lower median time per path over its counted trials, seconds
   // (0: none).
   struct Medians {
-    double staged = 0, cma = 0;
+    double staged = 0, cma = 0, cached = 0;
   };
   Medians medians() const;
-  // The path whose slowest rank's median is lower, given every rank's medians (the same answer
-  // on every rank given the same list), the calls it holds for, and a line for the log.
+  // The path whose slowest rank's median is lowest, given every rank's medians (the same answer
+  // on every rank given the same list; a path some rank did not time is not chosen, except
+  // staging where none was timed), the calls it holds for, and a line for the log.
   struct Decision {
     Choice choice = Choice::Staged;
     uint32_t holdCalls = kMinHoldCalls;
@@ -84,7 +96,7 @@ class PathTrials {
   struct Class {
     Stage stage = Stage::Trial;
     int trials = 0;                   // trial calls so far
-    std::vector<double> staged, cma;  // this rank's counted trial times, seconds
+    std::vector<double> staged, cma, cached;  // this rank's counted trial times, seconds
     Choice choice = Choice::Staged;
     uint32_t holdLeft = 0;  // hold: calls still to come
   };
@@ -99,9 +111,12 @@ class PathTrials {
   Step lastStep_;
 };
 
-// The choice for trial k (0-based) of a class, block by block: S C C S.
+// The choice for trial k (0-based) of a class, block by block: staged, cached, CMA, CMA,
+// cached, staged.
 PathTrials::Choice trialChoice(int k);
 // Whether trial k's time counts: not where it opens a block.
 bool trialCounts(int k);
+// The choice's name in the log: "staged", "CMA", "staged with cached stores".
+const char* choiceName(PathTrials::Choice choice);
 
 }  // namespace weft

@@ -164,7 +164,8 @@ void ShmCollectives::setUp(const WaitContext& wait) {
 ShmCollectives::Path ShmCollectives::choosePath(const NativeCall& call) {
   const Path path = decidePath(call);
   static constexpr const char* kNames[] = {"staged", "direct", "cma"};
-  WEFT_TRACE(kSubsysShm, "{}: {} path", wait_->what(), kNames[static_cast<int>(path)]);
+  WEFT_TRACE(kSubsysShm, "{}: {} path{}", wait_->what(), kNames[static_cast<int>(path)],
+             path == Path::Staged && cachedSlotStores() ? " (cached stores)" : "");
   return path;
 }
 
@@ -204,6 +205,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     const PathTrials::Medians m = trials_.medians();
     mine.trialStaged = m.staged;
     mine.trialCma = m.cma;
+    mine.trialCached = m.cached;
   }
   const uint32_t both = kSendShared | kRecvShared;
   const bool stagedUnlessAllShared =
@@ -218,7 +220,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   if (deciding) {
     std::vector<PathTrials::Medians> medians;
     for (int q = 0; q < n(); ++q)
-      medians.push_back({exposure(q).trialStaged, exposure(q).trialCma});
+      medians.push_back({exposure(q).trialStaged, exposure(q).trialCma, exposure(q).trialCached});
     const PathTrials::Decision decision = trials_.decide(medians);
     step_.choice = decision.choice;
     trials_.hold(decision.choice, decision.holdCalls);

@@ -51,7 +51,8 @@ struct Exposure {
   uint64_t send = 0, recv = 0;  // addresses in the owner's address space
   uint32_t pid = 0;
   uint32_t flags = 0;           // kSendShared/kRecvShared: inside weftMemAlloc memory
-  double trialStaged = 0, trialCma = 0;  // deciding a path (path_trials.hpp): my medians
+  // Deciding a path (path_trials.hpp): my medians.
+  double trialStaged = 0, trialCma = 0, trialCached = 0;
   RegionRef sendRegion, recvRegion;
 };
 static_assert(sizeof(Exposure) <= 128);
@@ -183,7 +184,12 @@ class ShmCollectives {
   // Whether the trials say staged for this call without an exchange (a trial or hold call).
   static bool knownStaged(const PathTrials::Step* step) {
     return step && step->stage != PathTrials::Stage::Decide &&
-           step->choice == PathTrials::Choice::Staged;
+           step->choice != PathTrials::Choice::Cma;
+  }
+  // Whether this call, staged, stores every piece into the slots through the cache: the
+  // trials chose (or try) that. Otherwise each staged algorithm streams where it says.
+  bool cachedSlotStores() const {
+    return tunedCall_ && step_.choice == PathTrials::Choice::StagedCached;
   }
   // Exposures are double-buffered by call, so a rank a call ahead never overwrites what a
   // slower peer has yet to read.

@@ -64,11 +64,12 @@ constexpr std::array kVariables = {
            "turns the trials of WEFT_SHM_TUNE off"},
     EnvVar{"WEFT_SHM_TUNE", "1",
            "1: between processes with ordinary buffers (WEFT_SHM_MODE=auto, CMA working, "
-           "WEFT_SHM_CMA_COST not given), the first 12 calls of each collective and power-of-two "
-           "size run staged and through CMA, 3 at a time; every rank times them, and in the "
-           "next call all keep the path whose slowest rank's median is lower, for about 5 s of "
-           "calls (100 to 2^30) before the trials run again (logged at INFO); 0: the measured "
-           "CMA cost decides"},
+           "WEFT_SHM_CMA_COST not given), the first 18 calls of each collective and power-of-two "
+           "size run staged, staged with cached stores into the slots, and through CMA, 3 at a "
+           "time; every rank times them, and in the next call all keep the path whose slowest "
+           "rank's median is lowest, for about 5 s of calls (100 to 2^30) before the trials run "
+           "again (logged at INFO); 0: the measured CMA cost decides, and staged calls stream "
+           "large pieces into the slots where each rank has a core"},
     EnvVar{"WEFT_SHM_SPREAD", "1",
            "1: before a shared-memory collective, a rank that shares its CPU with more of the "
            "host's ranks than their share of the CPUs moves to the least crowded CPU of its "

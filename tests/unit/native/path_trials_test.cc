@@ -11,16 +11,18 @@ using Stage = PathTrials::Stage;
 
 namespace {
 
-// Runs one class's trials as one rank does, timing each call `staged` or `cma` seconds by its
-// path, and returns the decision; `order` gets the paths the trials ran.
+// Runs one class's trials as one rank does, timing each call `staged`, `cma` or `cached`
+// seconds by its path, and returns the decision; `order` gets the paths the trials ran.
 PathTrials::Decision runTrials(PathTrials& trials, Collective c, uint64_t bytes, double staged,
-                               double cma, std::vector<Choice>* order = nullptr) {
+                               double cma, double cached, std::vector<Choice>* order = nullptr) {
   for (int k = 0; k < PathTrials::kTrials; ++k) {
     const PathTrials::Step step = trials.step(c, bytes);
     REQUIRE(step.stage == Stage::Trial);
     REQUIRE(step.trial == k);
     if (order) order->push_back(step.choice);
-    trials.record(step.choice == Choice::Cma ? cma : staged);
+    trials.record(step.choice == Choice::Cma            ? cma
+                  : step.choice == Choice::StagedCached ? cached
+                                                        : staged);
   }
   REQUIRE(trials.step(c, bytes).stage == Stage::Decide);
   return trials.decide({trials.medians()});
@@ -28,21 +30,22 @@ PathTrials::Decision runTrials(PathTrials& trials, Collective c, uint64_t bytes,
 
 }  // namespace
 
-TEST_CASE("PathTrials runs blocks of staged, CMA, CMA, staged calls, then decides the faster") {
+TEST_CASE("PathTrials runs blocks of staged, cached, CMA, CMA, cached, staged calls") {
   PathTrials trials;
   std::vector<Choice> order;
   const PathTrials::Decision d =
-      runTrials(trials, Collective::AllGather, 1 << 20, 2e-3, 1e-3, &order);
+      runTrials(trials, Collective::AllGather, 1 << 20, 2e-3, 1e-3, 1.5e-3, &order);
   std::vector<Choice> expected;
-  for (Choice c : {Choice::Staged, Choice::Cma, Choice::Cma, Choice::Staged})
+  for (Choice c : {Choice::Staged, Choice::StagedCached, Choice::Cma, Choice::Cma,
+                   Choice::StagedCached, Choice::Staged})
     for (int i = 0; i < PathTrials::kBlock; ++i) expected.push_back(c);
   CHECK(order == expected);
   INFO(d.line);
   CHECK(d.choice == Choice::Cma);
   // About kHoldSeconds of calls at the chosen path's median time.
   CHECK(d.holdCalls == static_cast<uint32_t>(PathTrials::kHoldSeconds / 1e-3));
-  CHECK(d.line.find("CMA (slowest of 1 ranks' median 1000.0 us, staged 2000.0 us) for the next") !=
-        std::string::npos);
+  CHECK(d.line.find("CMA (slowest of 1 ranks' medians: staged 2000.0 us, staged with cached "
+                    "stores 1500.0 us, CMA 1000.0 us) for the next") != std::string::npos);
   // Every rank takes rank 0's decision in the decide call, and holds it that many calls.
   trials.hold(d.choice, 3);
   for (int k = 0; k < 3; ++k) {
@@ -62,14 +65,15 @@ TEST_CASE("PathTrials runs blocks of staged, CMA, CMA, staged calls, then decide
 
 TEST_CASE("PathTrials decides staging where it is faster, and where CMA never ran") {
   PathTrials trials;
-  const PathTrials::Decision d = runTrials(trials, Collective::AllReduce, 4 << 20, 1e-3, 3e-3);
-  CHECK(d.choice == Choice::Staged);
+  const PathTrials::Decision d =
+      runTrials(trials, Collective::AllReduce, 4 << 20, 1e-3, 3e-3, 1e-3);
+  CHECK(d.choice == Choice::Staged);  // (a tie with cached stores keeps streaming)
   // A trial that went another way (buffers every rank maps) is not recorded: with no CMA time,
   // staging is kept, for the fewest calls.
   PathTrials other;
   for (int k = 0; k < PathTrials::kTrials; ++k) {
     const PathTrials::Step step = other.step(Collective::Broadcast, 1 << 20);
-    if (step.choice == Choice::Staged) other.record(5e-3);
+    if (step.choice != Choice::Cma) other.record(5e-3);
   }
   REQUIRE(other.step(Collective::Broadcast, 1 << 20).stage == Stage::Decide);
   const PathTrials::Decision none = other.decide({other.medians()});
@@ -81,7 +85,7 @@ TEST_CASE("PathTrials keeps a broadcast whose root is in place apart from one th
   PathTrials trials;
   // Out of place first: staging wins there.
   const PathTrials::Decision outOfPlace =
-      runTrials(trials, Collective::Broadcast, 1 << 20, 35e-6, 47e-6);
+      runTrials(trials, Collective::Broadcast, 1 << 20, 35e-6, 47e-6, 40e-6);
   CHECK(outOfPlace.choice == Choice::Staged);
   trials.hold(outOfPlace.choice, 1000);
   // The same size with the root in place is tried from the start, and through CMA it wins.
@@ -89,7 +93,7 @@ TEST_CASE("PathTrials keeps a broadcast whose root is in place apart from one th
     const PathTrials::Step step = trials.step(Collective::Broadcast, 1 << 20, true);
     REQUIRE(step.stage == Stage::Trial);
     REQUIRE(step.trial == k);
-    trials.record(step.choice == Choice::Cma ? 24e-6 : 35e-6);
+    trials.record(step.choice == Choice::Cma ? 24e-6 : 35e-6);  // (cached stores: as staged)
   }
   REQUIRE(trials.step(Collective::Broadcast, 1 << 20, true).stage == Stage::Decide);
   const PathTrials::Decision inPlace = trials.decide({trials.medians()});
@@ -111,7 +115,7 @@ TEST_CASE("PathTrials leaves out the first call of each block and one slow outli
   int cmaCounted = 0;
   for (int k = 0; k < PathTrials::kTrials; ++k) {
     const PathTrials::Step step = trials.step(Collective::AllReduce, 64 << 10);
-    double t = step.choice == Choice::Cma ? 1e-3 : 2e-3;
+    double t = step.choice == Choice::Cma ? 1e-3 : 2e-3;  // (cached stores: as staged)
     if (!weft::trialCounts(k))
       t = 1.0;
     else if (step.choice == Choice::Cma && cmaCounted++ == 0)
@@ -130,24 +134,47 @@ TEST_CASE("PathTrials decides by the slowest rank's median of each path") {
   PathTrials trials;
   trials.step(Collective::Broadcast, 1 << 20);
   // The root (rank 0) finds CMA faster; a receiver finds it slower, and is the slowest rank.
-  const std::vector<PathTrials::Medians> ranks = {{2e-3, 1e-3}, {2.5e-3, 4e-3}, {2e-3, 3e-3}};
+  const std::vector<PathTrials::Medians> ranks = {
+      {2e-3, 1e-3, 3e-3}, {2.5e-3, 4e-3, 2e-3}, {2e-3, 3e-3, 2.6e-3}};
   const PathTrials::Decision d = trials.decide(ranks);
   INFO(d.line);
   CHECK(d.choice == Choice::Staged);
-  CHECK(d.line.find("staged (slowest of 3 ranks' median 2500.0 us, CMA 4000.0 us)") !=
-        std::string::npos);
+  CHECK(d.line.find("staged (slowest of 3 ranks' medians: staged 2500.0 us, staged with cached "
+                    "stores 3000.0 us, CMA 4000.0 us)") != std::string::npos);
   // A rank with no CMA time (its trials went another way): staging.
   CHECK(trials.decide({{2e-3, 1e-3}, {2e-3, 0}}).choice == Choice::Staged);
   CHECK(trials.decide({{2e-3, 1e-3}, {3e-3, 1.5e-3}}).choice == Choice::Cma);
   CHECK(trials.decide({}).choice == Choice::Staged);
+  // Cached stores where their slowest rank is fastest, and only where every rank timed them.
+  CHECK(trials.decide({{2e-3, 3e-3, 1e-3}, {2.2e-3, 3e-3, 1.8e-3}}).choice == Choice::StagedCached);
+  CHECK(trials.decide({{2e-3, 1.5e-3, 1e-3}}).choice == Choice::StagedCached);
+  CHECK(trials.decide({{2e-3, 3e-3, 1e-3}, {2e-3, 3e-3, 0}}).choice == Choice::Staged);
+  CHECK(trials.decide({{2e-3, 1.5e-3, 1e-3}, {2e-3, 1.5e-3, 0}}).choice == Choice::Cma);
+}
+
+TEST_CASE("PathTrials chooses and holds staging with cached stores where they are fastest") {
+  PathTrials trials;
+  const PathTrials::Decision d =
+      runTrials(trials, Collective::AlltoAll, 4 << 20, 300e-6, 500e-6, 200e-6);
+  INFO(d.line);
+  CHECK(d.choice == Choice::StagedCached);
+  CHECK(d.line.find("AlltoAll with blocks of 4194304 B to twice that: staged with cached stores "
+                    "(slowest of 1 ranks' medians: staged 300.0 us, staged with cached stores "
+                    "200.0 us, CMA 500.0 us)") != std::string::npos);
+  CHECK(d.holdCalls == static_cast<uint32_t>(PathTrials::kHoldSeconds / 200e-6));
+  trials.hold(d.choice, 2);
+  for (int k = 0; k < 2; ++k)
+    CHECK(trials.step(Collective::AlltoAll, 4 << 20).choice == Choice::StagedCached);
+  CHECK(trials.step(Collective::AlltoAll, 4 << 20).stage == Stage::Trial);
+  CHECK(std::string(weft::choiceName(Choice::StagedCached)) == "staged with cached stores");
 }
 
 TEST_CASE("PathTrials holds a decision for kHoldSeconds of calls, within its bounds") {
   PathTrials trials;
   // 1 ns calls: the most calls; 100 s calls: the fewest.
-  CHECK(runTrials(trials, Collective::AllReduce, 8, 1e-9, 2e-9).holdCalls ==
+  CHECK(runTrials(trials, Collective::AllReduce, 8, 1e-9, 2e-9, 2e-9).holdCalls ==
         PathTrials::kMaxHoldCalls);
-  CHECK(runTrials(trials, Collective::AllReduce, 1 << 30, 100, 200).holdCalls ==
+  CHECK(runTrials(trials, Collective::AllReduce, 1 << 30, 100, 200, 200).holdCalls ==
         PathTrials::kMinHoldCalls);
 }
 
