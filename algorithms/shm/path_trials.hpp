@@ -8,11 +8,12 @@
 // KiB-2 MiB, and allgather 0.35x at 4 MiB; on another, at 2.8, staging won. Nor does one way
 // of storing into the slots win everywhere. A staged rank with a core of its own streams large
 // pieces into its slot (the peers last read those lines, and cached stores wait for each to be
-// given up): on the AMD EPYC (Zen 5) VMs that took 0.81-0.99x the time of cached stores (2
-// ranks, 256 KiB-16 MiB, allgather, alltoall, broadcast, gather). On a Zen 4 VM cached stores
-// took 0.59-0.91x the time of streaming for a 2-rank staged allreduce (256 KiB-64 MiB) and
-// 0.59-0.80x for allgather, alltoall and gather from 1 MiB, but 1.1-2.4x for broadcast and
-// scatter, and 1.1-1.4x for blocks of 256 KiB and less (perf/README.md, commit 1e2359d).
+// given up): on AMD EPYC VMs with 1 MiB of L2 per core that took 0.80-1.04x the time of
+// cached stores (2 ranks, 256 KiB-16 MiB, the five movement collectives). On a Zen 4 VM
+// cached stores took 0.59-0.91x the time of streaming for a 2-rank staged allreduce (256
+// KiB-64 MiB) and 0.59-0.80x for allgather, alltoall and gather from 1 MiB, but 1.2-1.4x for
+// those at 128-256 KiB and 1.1-2.4x for broadcast and scatter (perf/README.md, commit
+// 1e2359d).
 // So the ranks try all three:
 // - trial: kTrials calls in blocks of kBlock with one path: staged, staged with cached stores,
 //   CMA, CMA, cached, staged (the order evens out a drift); every rank times them, leaving out
