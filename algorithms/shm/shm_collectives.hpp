@@ -226,6 +226,7 @@ class ShmCollectives {
   void allReducePeerRead(const NativeCall& call, Path path);
   void reduceScatter(const NativeCall& call);
   void reduce(const NativeCall& call);
+  void reduceDirect(const NativeCall& call);
   void broadcast(const NativeCall& call);
   void allGather(const NativeCall& call);
   void alltoAll(const NativeCall& call);
