@@ -44,10 +44,8 @@ void ShmCollectives::allReduce(const NativeCall& call) {
   if (n() == 1) return allReduceOneShot(call);  // a copy, out of place
   if (oversubscribed_ && bytes <= kLastArriverBytes) return allReduceLastArriver(call);
   if (bytes <= kInlineBytes) return allReduceInline(call);
-  // Where the trials choose between staging and CMA (tunesPath), choosePath says which,
-  // unless they already know staging.
-  const PathTrials::Step* step = trialStep(call);
-  const bool tuned = step != nullptr;
+  // Where the trials choose the path (tunesPath), choosePath says which.
+  const bool tuned = trialStep(call) != nullptr;
   const bool cmaPair = !tuned && cmaPairAllReduce(bytes);
   const bool oneShotFits = !cmaPair && !oversubscribed_ && bytes * n() <= kOneShotReadBytes;
   // Every rank publishes its buffers, small calls too: a rank whose own buffers are private
@@ -114,9 +112,7 @@ void ShmCollectives::allReduceDirectOneShot(const NativeCall& call) {
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   for (uint64_t at = 0; at < call.count; at += piece) {
     const uint64_t len = std::min(piece, call.count - at);
-    sources_.clear();
-    for (int q = 0; q < n(); ++q) sources_.push_back(peerInput(q, at * es));
-    call.reduceMany(out + at * es, sources_.data(), n(), len);
+    reduceInputs(call, out + at * es, 0, at * es, len);
   }
   // Nobody may leave (and let its caller reuse its input) while a peer still reads it.
   arrive();
@@ -288,11 +284,8 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
     uint8_t* acc = out + offset;
     const auto* own = static_cast<const uint8_t*>(call.sendbuff) + offset;
     if (path == Path::Direct) {
-      // Every input is here at once: folded in one pass per three of them (in place, acc is
-      // own, the first source).
-      sources_.assign(1, own);
-      for (int k = 1; k < n(); ++k) sources_.push_back(peerInput((me() + k) % n(), offset));
-      call.reduceMany(acc, sources_.data(), n(), len);
+      // Every input is here at once (in place, acc is own, the first source).
+      reduceInputs(call, acc, me(), offset, len);
     } else {
       for (int k = 1; k < n(); ++k) {
         // Out of place, the first peer's piece lands in my output: the kernel's copy brings

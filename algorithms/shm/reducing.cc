@@ -29,9 +29,7 @@ void ShmCollectives::reduceScatter(const NativeCall& call) {
       const uint64_t offset = (uint64_t(me()) * count + at) * es;  // my block, in every input
       uint8_t* acc = out + at * es;
       if (path == Path::Direct) {
-        sources_.assign(1, in + offset);
-        for (int k = 1; k < n(); ++k) sources_.push_back(peerInput((me() + k) % n(), offset));
-        call.reduceMany(acc, sources_.data(), n(), len);
+        reduceInputs(call, acc, me(), offset, len);
         continue;
       }
       for (int k = 1; k < n(); ++k) {
@@ -134,13 +132,17 @@ void ShmCollectives::reduceDirect(const NativeCall& call) {
   for (uint64_t at = 0; at < mine.count; at += piece) {
     const uint64_t len = std::min(piece, mine.count - at);
     const uint64_t offset = (mine.offset + at) * es;
-    sources_.assign(1, peerInput(call.root, offset));
-    for (int q = 0; q < n(); ++q)
-      if (q != call.root) sources_.push_back(peerInput(q, offset));
-    call.reduceMany(peerOutput(call.root, offset), sources_.data(), n(), len);
+    reduceInputs(call, peerOutput(call.root, offset), call.root, offset, len);
   }
   arrive();
   waitAll(phase_);
+}
+
+void ShmCollectives::reduceInputs(const NativeCall& call, void* dst, int first, uint64_t offset,
+                                  uint64_t len) {
+  sources_.clear();
+  for (int k = 0; k < n(); ++k) sources_.push_back(peerInput((first + k) % n(), offset));
+  call.reduceMany(dst, sources_.data(), n(), len);
 }
 
 }  // namespace weft

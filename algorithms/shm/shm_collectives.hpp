@@ -216,6 +216,10 @@ class ShmCollectives {
   // writable here. q may be this rank.
   const uint8_t* peerInput(int q, uint64_t offset) const { return peerSend_[q] + offset; }
   uint8_t* peerOutput(int q, uint64_t offset) const { return peerRecv_[q] + offset; }
+  // Direct path only: folds `len` elements of every rank's input at `offset` into `dst`, in one
+  // pass per three inputs: rank `first`'s input first, then the ranks after it in turn (`dst`
+  // may be rank first's input, in place; no other overlap).
+  void reduceInputs(const NativeCall& call, void* dst, int first, uint64_t offset, uint64_t len);
 
   void allReduce(const NativeCall& call);
   void allReduceOneShot(const NativeCall& call);
