@@ -219,7 +219,8 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
   const uint64_t perChunk = segment_.geometry().slotBytes / es;
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
-  const bool streamed = streamOutput(call.count * es, n());
+  // In place, the slices copied out are the ones just staged from the same lines.
+  const bool streamed = streamOutput(call.count * es, n(), call.inPlace);
   const bool cachedStores = cachedSlotStores();
   for (uint64_t at = 0; at < call.count; at += perChunk) {
     const uint64_t len = std::min(perChunk, call.count - at);
@@ -275,7 +276,9 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
   // Reduce my slice piece by piece, so the partial result stays in cache while every peer's
   // contribution is added. In place, my own input is the output: start from it.
   const uint64_t piece = std::max<uint64_t>(1, peerReadPieceBytes(path) / es);
-  const bool streamed = streamOutput(call.count * es, n());
+  // A peer in place has its output where I have just read its input.
+  const bool streamed = streamOutput(call.count * es, n(), false);
+  const bool streamedInPlace = streamOutput(call.count * es, n(), true);
   std::vector<uint8_t>& landing = landing_;
   if (path == Path::Cma) landing.resize(piece * es);
   for (uint64_t at = 0; at < mine.count; at += piece) {
@@ -304,7 +307,7 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
       if (path == Path::Cma)
         copyToPeer(q, offset, acc, len * es);
       else
-        copyOut(peerOutput(q, offset), acc, len * es, streamed);
+        copyOut(peerOutput(q, offset), acc, len * es, inPlaceAt(q) ? streamedInPlace : streamed);
     }
   }
   // Nobody may leave (and let its caller reuse its buffers) while a peer still reads or

@@ -163,7 +163,8 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
     // 5-9 alternating runs against c991d1c, medians, time over cached stores': allgather 0.64 (2
     // ranks, 16 MiB), 0.56 (4, 4 MiB); alltoall 0.82, 0.61; broadcast 1.0, 0.59; 2 ranks at 4
     // MiB and 8 ranks at 1-8 MiB 0.95-1.12 (within this machine's noise).
-    const bool streamed = path == Path::Direct && streamOutput(blockBytes * transfers.size(), n());
+    const bool streamed =
+        path == Path::Direct && streamOutput(blockBytes * transfers.size(), n(), false);
     const uint64_t tail =
         path == Path::Cma
             ? rootWrites(call.collective, n(), call.count, inPlaceAt(call.root)) * call.elemSize
@@ -216,7 +217,7 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   // alternating repetitions, time over cached stores': alltoall 0.78-0.85 (2 and 4 ranks),
   // allgather 0.85-0.90 (2) and 0.71-0.73 (4), broadcast 0.73-0.85. (At ed11cdf, on another
   // machine, broadcast had been within noise: 0.9 and 1.05.)
-  const bool streamed = streamOutput(count * es * needs.size(), n());
+  const bool streamed = streamOutput(count * es * needs.size(), n(), false);
   // Large pieces go into the slot with streaming stores where every rank has a core: the
   // slot's lines were last read by the peers, and cached stores wait for each to be given up.
   // 2 ranks, staged, 3-5 alternating weft-perf runs at 256 KiB-16 MiB, medians, time over

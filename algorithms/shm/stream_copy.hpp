@@ -20,10 +20,17 @@ inline constexpr size_t kStreamCopyMinBytes = 4 << 10;
 // 0.65-0.84. (Identical runs of one build differ by up to 0.87-1.13 this way.) Half this limit
 // took 1.2x as long on a 2-rank 2 MiB allreduce.
 inline constexpr uint64_t kStreamHostOutputBytes = 8 << 20;
+// Where the output lines are ones the collective has just read (an allreduce in place: its
+// output is its input), a streaming store must first evict the line from the cache, and cached
+// stores win up to a larger size: there the outputs stream only from this much. (Measurements
+// in perf/README.md, "in-place allreduces".)
+inline constexpr uint64_t kStreamHostReadOutputBytes = 32 << 20;
 
-// Whether a collective writing `outputBytes` per rank on `ranks` local ranks streams its output.
-inline bool streamOutput(uint64_t outputBytes, int ranks) {
-  return outputBytes * static_cast<uint64_t>(ranks) >= kStreamHostOutputBytes;
+// Whether a collective writing `outputBytes` per rank on `ranks` local ranks streams its
+// output; `justRead`: the output lines are ones it has just read.
+inline bool streamOutput(uint64_t outputBytes, int ranks, bool justRead) {
+  return outputBytes * static_cast<uint64_t>(ranks) >=
+         (justRead ? kStreamHostReadOutputBytes : kStreamHostOutputBytes);
 }
 
 // Asks for `bytes` at `p` in this core's cache, owned for writing (PREFETCHW; a no-op where

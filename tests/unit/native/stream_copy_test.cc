@@ -20,3 +20,17 @@ TEST_CASE("streamCopy copies exactly, at every alignment and length around its b
         for (size_t i = dstOffset + length; i < dst.size(); ++i) REQUIRE(dst[i] == 0xAB);
       }
 }
+
+TEST_CASE("outputs stream from 8 MiB on the host, outputs just read as inputs from 32 MiB") {
+  using weft::streamOutput;
+  const uint64_t MiB = 1 << 20;
+  // Out of place: from 8 MiB of output on the host.
+  CHECK_FALSE(streamOutput(3 * MiB, 2, false));
+  CHECK(streamOutput(4 * MiB, 2, false));
+  CHECK(streamOutput(2 * MiB, 4, false));
+  // In place (the output lines are the input's, just read): from 32 MiB.
+  CHECK_FALSE(streamOutput(4 * MiB, 2, true));
+  CHECK_FALSE(streamOutput(8 * MiB - 1, 4, true));
+  CHECK(streamOutput(8 * MiB, 4, true));
+  CHECK(streamOutput(16 * MiB, 2, true));
+}
