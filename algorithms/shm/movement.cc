@@ -217,7 +217,9 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   // alternating repetitions, time over cached stores': alltoall 0.78-0.85 (2 and 4 ranks),
   // allgather 0.85-0.90 (2) and 0.71-0.73 (4), broadcast 0.73-0.85. (At ed11cdf, on another
   // machine, broadcast had been within noise: 0.9 and 1.05.)
-  const bool streamed = streamOutput(count * es * needs.size(), n(), false);
+  // In place, an alltoall's output blocks are the input blocks it has just staged.
+  const bool streamed = streamOutput(count * es * needs.size(), n(),
+                                     call.inPlace && call.collective == Collective::AlltoAll);
   // Large pieces go into the slot with streaming stores where every rank has a core: the
   // slot's lines were last read by the peers, and cached stores wait for each to be given up.
   // 2 ranks, staged, 3-5 alternating weft-perf runs at 256 KiB-16 MiB, medians, time over
