@@ -2,7 +2,8 @@
 // made of blocks of count elements taken from the peers' inputs. Staged: the ranks that own the
 // blocks copy them into their slots piece by piece (only the blocks another rank reads) and the
 // others copy them out. Peer read
-// (direct or CMA): every rank takes its blocks straight from the owners' buffers.
+// (direct or CMA): every rank takes its blocks straight from the owners' buffers. An alltoall
+// whose ranks are all in place with mapped buffers swaps blocks pairwise instead.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "algorithms/shm/shm_collectives.hpp"
 #include "algorithms/shm/stream_copy.hpp"
 #include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
 
 namespace weft {
 namespace {
@@ -121,11 +123,16 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
   const bool readsPeers =
       n() == 2 ? blockBytes >= kPeerReadFromBytes : n() > 2 && blockBytes > kPeerReadFromBytes;
   Path path = readsPeers ? choosePath(call) : Path::Staged;
-  // In-place alltoall cannot read peers in place: a rank would overwrite what a peer reads. The
-  // ranks decide from every rank's published buffers, so that one rank in place sends all of
-  // them through the slots (a rank that alone staged would wait for peers that read instead).
+  // In-place alltoall cannot read peers in place: a rank would overwrite what a peer reads.
+  // Where every rank is in place and maps every buffer, the ranks swap blocks instead
+  // (alltoAllSwap). Otherwise they decide from every rank's published buffers, so that one
+  // rank in place sends all of them through the slots (a rank that alone staged would wait for
+  // peers that read instead).
   if (path != Path::Staged && call.collective == Collective::AlltoAll &&
       anyRankInPlace(blockBytes * n())) {
+    bool everyRank = path == Path::Direct;
+    for (int q = 0; q < n() && everyRank; ++q) everyRank = inPlaceAt(q);
+    if (everyRank) return alltoAllSwap(call);
     path = Path::Staged;
     timeTrial_ = false;  // (not the path the trial was for)
   }
@@ -189,6 +196,39 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
   }
   arrive();
   waitAll(phase_);  // owners keep their inputs, receivers their outputs, until all are done
+}
+
+// Alltoall in place where every rank's buffer is mapped: block q of rank r's buffer and block
+// r of rank q's trade places. The two ranks of each pair share the swap: the lower takes the
+// first half of the block, the higher the rest, so each rank reads and writes n - 1 half blocks
+// of its own and as many of its peers', about what the out-of-place direct path moves, and no
+// byte goes through a slot. No two swaps touch the same bytes, so the ranks need no step
+// between them; the exposures every rank has read say that every buffer is ready, and nobody
+// leaves until every swap is done.
+void ShmCollectives::alltoAllSwap(const NativeCall& call) {
+  const uint32_t es = call.elemSize;
+  const uint64_t blockBytes = call.count * es;
+  const uint64_t lowHalf = call.count / 2 * es;
+  auto* mine = static_cast<uint8_t*>(call.recvbuff);
+  WEFT_TRACE(kSubsysShm, "{}: every rank in place: blocks swapped pairwise", wait_->what());
+  // Through a buffer small enough to stay in the L1 cache, piece by piece.
+  landing_.resize(std::min<uint64_t>(kSwapPieceBytes, blockBytes));
+  uint8_t* held = landing_.data();
+  for (int k = 1; k < n(); ++k) {
+    const int q = (me() + k) % n();
+    const uint64_t from = me() < q ? 0 : lowHalf;
+    const uint64_t to = me() < q ? lowHalf : blockBytes;
+    uint8_t* a = mine + uint64_t(q) * blockBytes;
+    uint8_t* b = peerOutput(q, uint64_t(me()) * blockBytes);
+    for (uint64_t at = from; at < to; at += kSwapPieceBytes) {
+      const uint64_t len = std::min(kSwapPieceBytes, to - at);
+      std::memcpy(held, a + at, len);
+      std::memcpy(a + at, b + at, len);
+      std::memcpy(b + at, held, len);
+    }
+  }
+  arrive();
+  waitAll(phase_);
 }
 
 void ShmCollectives::moveStaged(const NativeCall& call) {
