@@ -14,6 +14,7 @@
 
 #include "include/weft.h"
 #include "support/issue.hpp"
+#include "support/launched.hpp"
 #include "support/quick.hpp"
 
 using namespace weft;
@@ -154,14 +155,9 @@ void twoCommunicators(weftComm_t first, int rank, int n) {
 }  // namespace
 
 int main() {
-  weftComm_t comm = nullptr;
-  if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
-    std::fprintf(stderr, "weftCommInitFromEnv: %s\n", weftGetLastError(nullptr));
-    return 1;
-  }
-  int rank = 0, n = 0;
-  weftCommUserRank(comm, &rank);
-  weftCommCount(comm, &n);
+  Launched launched;
+  if (!joinFromEnv(launched)) return 1;
+  const auto [comm, rank, n] = launched;
   everyCase(comm, rank, n);
   if (failures == 0) sendRecvRings(comm, rank, n);
   if (failures == 0) twoCommunicators(comm, rank, n);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "include/weft.h"
+#include "support/launched.hpp"
 
 namespace {
 
@@ -130,14 +131,9 @@ void run(weftComm_t comm, int rank, int n, int root, bool rootInPlace) {
 }  // namespace
 
 int main() {
-  weftComm_t comm = nullptr;
-  if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
-    std::fprintf(stderr, "weftCommInitFromEnv: %s\n", weftGetLastError(nullptr));
-    return 1;
-  }
-  int rank = 0, n = 0;
-  weftCommUserRank(comm, &rank);
-  weftCommCount(comm, &n);
+  weft::testing::Launched launched;
+  if (!weft::testing::joinFromEnv(launched)) return 1;
+  const auto [comm, rank, n] = launched;
   for (int root : {0, n - 1})
     for (bool rootInPlace : {false, true})
       if (failures == 0) run(comm, rank, n, root, rootInPlace);
