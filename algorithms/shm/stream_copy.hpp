@@ -23,7 +23,7 @@ inline constexpr uint64_t kStreamHostOutputBytes = 8 << 20;
 // Where the output lines are ones the collective has just read (an allreduce in place: its
 // output is its input), a streaming store must first evict the line from the cache, and cached
 // stores win up to a larger size: there the outputs stream only from this much. (Measurements
-// in perf/README.md, "in-place allreduces".)
+// in perf/README.md, "in-place allreduce, alltoall and gather outputs".)
 inline constexpr uint64_t kStreamHostReadOutputBytes = 32 << 20;
 
 // Whether a collective writing `outputBytes` per rank on `ranks` local ranks streams its
