@@ -276,9 +276,6 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
   // Reduce my slice piece by piece, so the partial result stays in cache while every peer's
   // contribution is added. In place, my own input is the output: start from it.
   const uint64_t piece = std::max<uint64_t>(1, peerReadPieceBytes(path) / es);
-  // A peer in place has its output where I have just read its input.
-  const bool streamed = streamOutput(call.count * es, n(), false);
-  const bool streamedInPlace = streamOutput(call.count * es, n(), true);
   std::vector<uint8_t>& landing = landing_;
   if (path == Path::Cma) landing.resize(piece * es);
   for (uint64_t at = 0; at < mine.count; at += piece) {
@@ -307,7 +304,8 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
       if (path == Path::Cma)
         copyToPeer(q, offset, acc, len * es);
       else
-        copyOut(peerOutput(q, offset), acc, len * es, inPlaceAt(q) ? streamedInPlace : streamed);
+        copyOut(peerOutput(q, offset), acc, len * es,  // a peer in place: output just read
+                streamOutput(call.count * es, n(), inPlaceAt(q)));
     }
   }
   // Nobody may leave (and let its caller reuse its buffers) while a peer still reads or

@@ -24,20 +24,6 @@ namespace {
 constexpr uint32_t kSendShared = 1, kRecvShared = 2, kMapped = 4, kInPlace = 8;
 const uint64_t kCmaProbe = 0x636d612d70726f62ull;  // what a peer's CMA probe reads
 
-// Whether the call reads this rank's input, and writes its output: a broadcast's and a
-// scatter's input and a reduce's and a gather's output are the root's alone (NCCL and MPI
-// ignore the others' buffers there).
-bool readsInput(const NativeCall& call, int me) {
-  const bool rootOnly =
-      call.collective == Collective::Broadcast || call.collective == Collective::Scatter;
-  return !rootOnly || me == call.root;
-}
-bool writesOutput(const NativeCall& call, int me) {
-  const bool rootOnly =
-      call.collective == Collective::Reduce || call.collective == Collective::Gather;
-  return !rootOnly || me == call.root;
-}
-
 }  // namespace
 
 ShmCollectives::ShmCollectives(ShmSegment& segment, const LocalGroup& group, ShmMode mode,
@@ -186,25 +172,23 @@ ShmCollectives::Path ShmCollectives::choosePath(const NativeCall& call) {
 ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
   if (mode_ == ShmMode::Staged) return Path::Staged;
   // Every rank says where its buffers are; then all decide alike from the same facts.
-  // A buffer the call ignores is not published, so that a private one there does not make the
-  // call stage.
-  const void* send = readsInput(call, me()) ? call.sendbuff : nullptr;
-  const void* recv = writesOutput(call, me()) ? call.recvbuff : nullptr;
+  // (A buffer the collective ignores on this rank is not in the call: nativeCall, in
+  // lib/enqueue/launch.cc, leaves it out.)
   Exposure mine;
-  mine.send = reinterpret_cast<uint64_t>(send);
-  mine.recv = reinterpret_cast<uint64_t>(recv);
+  mine.send = reinterpret_cast<uint64_t>(call.sendbuff);
+  mine.recv = reinterpret_cast<uint64_t>(call.recvbuff);
   mine.pid = static_cast<uint32_t>(group_.pids[me()]);
   const SharedRegions& regions = SharedRegions::instance();
   // (A rank without a send or receive buffer in this call has nothing to share: it counts as
   // shared.)
-  if (!send) mine.flags |= kSendShared;
-  if (!recv) mine.flags |= kRecvShared;
+  if (!call.sendbuff) mine.flags |= kSendShared;
+  if (!call.recvbuff) mine.flags |= kRecvShared;
   if (call.inPlace) mine.flags |= kInPlace;
-  if (auto r = send ? regions.find(send, 1) : std::nullopt) {
+  if (auto r = call.sendbuff ? regions.find(call.sendbuff, 1) : std::nullopt) {
     mine.flags |= kSendShared;
     mine.sendRegion = *r;
   }
-  if (auto r = recv ? regions.find(recv, 1) : std::nullopt) {
+  if (auto r = call.recvbuff ? regions.find(call.recvbuff, 1) : std::nullopt) {
     mine.flags |= kRecvShared;
     mine.recvRegion = *r;
   }

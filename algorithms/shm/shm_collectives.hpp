@@ -35,6 +35,8 @@ enum class ShmMode : uint8_t { Auto, Staged, Cma };
 
 struct NativeCall {
   Collective collective = Collective::AllReduce;
+  // Null where the collective ignores the buffer on this rank (a non-root's input to
+  // broadcast and scatter, its output of reduce and gather).
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   uint64_t count = 0;        // the API's count

@@ -153,6 +153,27 @@ struct NativeItem {
   Describer name;
 };
 
+// The native shared-memory call for `op` on this rank, its input read from `sendbuff` (the
+// op's, or a scaled copy). A buffer the collective ignores on this rank (a non-root's input to
+// broadcast and scatter, its output of reduce and gather: sendElements, recvElements) is left
+// out, so that a private one there does not make the ranks stage where every buffer the call
+// uses is mapped by all (ShmCollectives::decidePath).
+NativeCall nativeCall(const Operation& op, const void* sendbuff, const ReductionPlan& reduction,
+                      int rank, int n) {
+  const bool any = op.count > 0;  // (with no elements, nothing is left out)
+  NativeCall call;
+  call.collective = op.collective;
+  call.sendbuff = !any || sendElements(op, rank, n) > 0 ? sendbuff : nullptr;
+  call.recvbuff = !any || recvElements(op, rank, n) > 0 ? op.recvbuff : nullptr;
+  call.count = op.count;
+  call.elemSize = static_cast<uint32_t>(datatypeSize(op.datatype));
+  call.reduce = reduction.kernel;
+  call.reduceMany = reduction.many;
+  call.root = op.root;
+  call.inPlace = sendbuff == op.sendbuff && isInPlace(op, rank, n);
+  return call;
+}
+
 // "AllReduce(count=1024, float, sum) #12", made only for messages.
 std::string describePlanned(const void* what) {
   const auto* p = static_cast<const PlannedOp*>(what);
@@ -277,17 +298,7 @@ Prepared prepare(Task& task) {
             {op.recvbuff, resultElements, op.datatype, item.reduction.postDivide});
     }
     if (item.native) {
-      NativeCall call;
-      call.collective = op.collective;
-      call.sendbuff = w.buffers.send;
-      call.recvbuff = op.recvbuff;
-      call.count = op.count;
-      call.elemSize = w.elemSize;
-      call.reduce = w.reduce;
-      call.reduceMany = item.reduction.many;
-      call.root = op.root;
-      call.inPlace = w.buffers.send == op.sendbuff && isInPlace(op, rank, n);
-      prepared.natives.push_back({call, w.name});
+      prepared.natives.push_back({nativeCall(op, w.buffers.send, item.reduction, rank, n), w.name});
       continue;
     }
     works.push_back(std::move(w));
@@ -428,16 +439,7 @@ bool reserveNative(const Submission& s, NativeLaunch& l) {
     l.ticket = r.ticket;
     l.planned.seq = r.firstCollective;
   }
-  NativeCall& call = l.call;
-  call.collective = op.collective;
-  call.sendbuff = op.sendbuff;
-  call.recvbuff = op.recvbuff;
-  call.count = op.count;
-  call.elemSize = static_cast<uint32_t>(datatypeSize(op.datatype));
-  call.reduce = reduction.kernel;
-  call.reduceMany = reduction.many;
-  call.root = op.root;
-  call.inPlace = isInPlace(op, rank, n);
+  l.call = nativeCall(op, op.sendbuff, reduction, rank, n);
   l.self = self;
   return true;
 }
