@@ -93,9 +93,10 @@ std::vector<uint64_t> blocksOf(Collective c, int q, int n, int root) {
   return b;
 }
 
-// Broadcast and scatter through CMA: how many elements at the end of every receiver's block the
-// root writes into it (process_vm_writev) while the receiver reads the rest, so that both copy
-// at once instead of the root waiting. In place, 1/n of the block, which shares the copies
+// Broadcast and scatter through CMA (and direct, root in place: rootSharesDirect): how many
+// elements at the end of every receiver's block the root writes into it (process_vm_writev, or
+// a copy into the receiver's mapped output) while the receiver reads the rest, so that both
+// copy at once instead of the root waiting. In place, 1/n of the block, which shares the copies
 // evenly; out of place, 1/(n + 1), the root's copy of its own block counting as one more
 // receiver's. CMA forced, 2 ranks out of place, 5 alternating runs at cafd94f with a temporary
 // switch, medians at 1, 4 and 16 MiB: 47.5, 193 and 1427 us writing 1/3 (47.9, 185 and 1300
@@ -142,6 +143,18 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
     movePeerRead(call, path);
 }
 
+// Direct, a broadcast's or scatter's root in place has nothing of its own to copy: it writes the
+// last 1/n of every receiver's block into the receiver's mapped output while the receivers read
+// the rest (rootWrites). Out of place its copy of its own block already matches a receiver's,
+// so it writes none. weft-perf -R 1 on the 2-core Intel Xeon build machine, 5 alternating runs
+// against the receivers reading everything, in place, 1, 4, 16 and 64 MiB: broadcast 2 ranks
+// 12.5 us against 42, 170 against 440, 780 against 1600, 3.2 ms against 8.5; 4 ranks 75-92 us
+// against 110-130 at 1 MiB and 11 ms against 13 at 64 MiB; scatter 2 ranks 0.27-0.7x the time,
+// 4 ranks 0.6-0.75x from 4 MiB. Out of place it took 1.2-1.6x as long on 2 ranks. Where ranks
+// share the cores unevenly (3 or 5 on 2), the root's part lands on a core that already has a
+// receiver: 1.1-1.35x as long (3 ranks, both collectives; broadcast on 5); 6 ranks 0.8-0.95.
+bool ShmCollectives::rootSharesDirect() const { return !oversubscribed_ || n() % cores_ == 0; }
+
 // Direct: every rank reads its blocks from the owners' buffers. CMA, allgather and gather: every
 // rank writes its blocks into the receivers' buffers (process_vm_writev) straight from its own
 // cache, and the copies are spread over the senders; perf/compare, 2 and 4 ranks, 5 alternating
@@ -172,8 +185,10 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
     // MiB and 8 ranks at 1-8 MiB 0.95-1.12 (within this machine's noise).
     const bool streamed =
         path == Path::Direct && streamOutput(blockBytes * transfers.size(), n(), false);
+    const bool rootShares =
+        path == Path::Cma || (path == Path::Direct && inPlaceAt(call.root) && rootSharesDirect());
     const uint64_t tail =
-        path == Path::Cma
+        rootShares
             ? rootWrites(call.collective, n(), call.count, inPlaceAt(call.root)) * call.elemSize
             : 0;
     const uint64_t head = blockBytes - tail;
@@ -181,17 +196,23 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
       for (int k = 1; k < n(); ++k) {
         const int q = (me() + k) % n();
         const Transfer t = transfersTo(call.collective, q, n(), call.root).front();
-        copyToPeer(q, t.toBlock * blockBytes + head,
-                   static_cast<const uint8_t*>(call.sendbuff) + t.fromBlock * blockBytes + head,
-                   tail);
+        const uint64_t to = t.toBlock * blockBytes + head;
+        const auto* from =
+            static_cast<const uint8_t*>(call.sendbuff) + t.fromBlock * blockBytes + head;
+        if (path == Path::Cma)
+          copyToPeer(q, to, from, tail);
+        else if (streamed)
+          streamCopy(peerOutput(q, to), from, tail);
+        else
+          std::memcpy(peerOutput(q, to), from, tail);
       }
     for (const Transfer& t : transfers) {
       uint8_t* dst = out + t.toBlock * blockBytes;
+      const uint64_t reads = t.from == call.root && t.from != me() ? head : blockBytes;
       if (streamed && t.from != me())
-        streamCopy(dst, peerInput(t.from, t.fromBlock * blockBytes), blockBytes);
+        streamCopy(dst, peerInput(t.from, t.fromBlock * blockBytes), reads);
       else
-        copyFromPeer(path, t.from, t.fromBlock * blockBytes, dst,
-                     t.from == call.root && t.from != me() ? head : blockBytes);
+        copyFromPeer(path, t.from, t.fromBlock * blockBytes, dst, reads);
     }
   }
   arrive();

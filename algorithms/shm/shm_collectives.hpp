@@ -243,6 +243,9 @@ class ShmCollectives {
   void movePeerReadOrStaged(const NativeCall& call);
   void moveStaged(const NativeCall& call);
   void movePeerRead(const NativeCall& call, Path path);
+  // Direct, root in place: whether a broadcast's or scatter's root copies part of every
+  // receiver's block (movement.cc); the same answer on every rank.
+  bool rootSharesDirect() const;
   void alltoAllSwap(const NativeCall& call);
 
   ShmSegment& segment_;
