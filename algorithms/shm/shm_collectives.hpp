@@ -210,6 +210,9 @@ class ShmCollectives {
   // Copies `bytes` from local `src` to `offset` of peer q's receive buffer with
   // process_vm_writev (cma path); q may be this rank.
   void copyToPeer(int q, uint64_t offset, const void* src, uint64_t bytes);
+  // Direct path: the same into peer q's mapped receive buffer, past the cache where `streamed`
+  // (and q is not this rank).
+  void copyToMapped(int q, uint64_t offset, const void* src, uint64_t bytes, bool streamed);
   // process_vm_writev (write) or process_vm_readv of `bytes` between local memory and address
   // `remote` of peer q, resumed after partial copies; throws weftSystemError naming the peer.
   void cmaCopy(bool write, int q, uint8_t* local, uint64_t remote, uint64_t bytes);
