@@ -220,7 +220,7 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   const auto* in = static_cast<const uint8_t*>(call.sendbuff);
   // In place, the slices copied out are the ones just staged from the same lines.
-  const bool streamed = streamOutput(call.count * es, n(), call.inPlace);
+  const bool streamed = streamOutput(call.count * es, n(), call.inPlace, oversubscribed_);
   const bool cachedStores = cachedSlotStores();
   for (uint64_t at = 0; at < call.count; at += perChunk) {
     const uint64_t len = std::min(perChunk, call.count - at);
@@ -305,7 +305,7 @@ void ShmCollectives::allReducePeerRead(const NativeCall& call, Path path) {
         copyToPeer(q, offset, acc, len * es);
       else
         copyOut(peerOutput(q, offset), acc, len * es,  // a peer in place: output just read
-                streamOutput(call.count * es, n(), inPlaceAt(q)));
+                streamOutput(call.count * es, n(), inPlaceAt(q), oversubscribed_));
     }
   }
   // Nobody may leave (and let its caller reuse its buffers) while a peer still reads or

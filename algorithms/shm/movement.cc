@@ -153,7 +153,9 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
 // 4 ranks 0.6-0.75x from 4 MiB. Out of place it took 1.2-1.6x as long on 2 ranks. Where ranks
 // share the cores unevenly (3 or 5 on 2), the root's part lands on a core that already has a
 // receiver: 1.1-1.35x as long (3 ranks, both collectives; broadcast on 5); 6 ranks 0.8-0.95.
-bool ShmCollectives::rootSharesDirect() const { return !oversubscribed_ || n() % cores_ == 0; }
+bool ShmCollectives::rootSharesDirect() const {
+  return !oversubscribed_ || n() % cores_ == 0;
+}
 
 void ShmCollectives::copyToMapped(int q, uint64_t offset, const void* src, uint64_t bytes,
                                   bool streamed) {
@@ -188,7 +190,8 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
       (path == Path::Direct && gather)) {
     // My one input block goes to block me() of every rank's output (gather: the root's only).
     // Direct, as streamed as the root's own reads of it were.
-    const bool streamed = path == Path::Direct && streamOutput(blockBytes * n(), n(), false);
+    const bool streamed =
+        path == Path::Direct && streamOutput(blockBytes * n(), n(), false, oversubscribed_);
     for (int k = 0; k < n(); ++k) {
       const int q = (me() + k) % n();
       if (gather && q != call.root) continue;
@@ -204,8 +207,8 @@ void ShmCollectives::movePeerRead(const NativeCall& call, Path path) {
     // 5-9 alternating runs against c991d1c, medians, time over cached stores': allgather 0.64 (2
     // ranks, 16 MiB), 0.56 (4, 4 MiB); alltoall 0.82, 0.61; broadcast 1.0, 0.59; 2 ranks at 4
     // MiB and 8 ranks at 1-8 MiB 0.95-1.12 (within this machine's noise).
-    const bool streamed =
-        path == Path::Direct && streamOutput(blockBytes * transfers.size(), n(), false);
+    const bool streamed = path == Path::Direct &&
+                          streamOutput(blockBytes * transfers.size(), n(), false, oversubscribed_);
     const bool rootShares =
         path == Path::Cma || (path == Path::Direct && inPlaceAt(call.root) && rootSharesDirect());
     const uint64_t tail =
@@ -306,9 +309,10 @@ void ShmCollectives::moveStaged(const NativeCall& call) {
   // more ranks the root copies more than each peer stages and is the one waited for: 4 ranks
   // took 1.55x the time at 16 MiB this way.)
   const bool gatherRootInPlace = call.collective == Collective::Gather && call.inPlace && n() == 2;
-  const bool streamed = !(gatherRootInPlace && cachedSlotStores()) &&
-                        streamOutput(count * es * needs.size(), n(),
-                                     call.inPlace && call.collective == Collective::AlltoAll);
+  const bool streamed =
+      !(gatherRootInPlace && cachedSlotStores()) &&
+      streamOutput(count * es * needs.size(), n(),
+                   call.inPlace && call.collective == Collective::AlltoAll, oversubscribed_);
   // Large pieces go into the slot with streaming stores where every rank has a core: the
   // slot's lines were last read by the peers, and cached stores wait for each to be given up.
   // 2 ranks, staged, 3-5 alternating weft-perf runs at 256 KiB-16 MiB, medians, time over

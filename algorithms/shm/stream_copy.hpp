@@ -22,13 +22,20 @@ inline constexpr size_t kStreamCopyMinBytes = 4 << 10;
 inline constexpr uint64_t kStreamHostOutputBytes = 8 << 20;
 // Where the output lines are ones the collective has just read (an allreduce in place: its
 // output is its input), a streaming store must first evict the line from the cache, and cached
-// stores win up to a larger size: there the outputs stream only from this much. (Measurements
-// in perf/README.md, "in-place allreduce, alltoall and gather outputs".)
+// stores win up to a larger size, or at every size where each rank has a core: there the
+// outputs stream only from this much, and only where the ranks share cores. (Measurements in
+// perf/README.md, "in-place allreduce, alltoall and gather outputs" and "an Intel Xeon build
+// machine again": 2 ranks in place with cached stores took 0.47-0.63x the time of streaming
+// at 16-256 MiB per rank with weftMemAlloc buffers on the Intel Xeon build machine, and
+// 0.90-1.02x at 16-32 MiB per rank on the Zen 4 one; 4 ranks on those 2 cores took 1.05-1.45x
+// as long from 32 MiB of host output on the Zen 4 machine, and 0.55-0.9x on the Intel one.)
 inline constexpr uint64_t kStreamHostReadOutputBytes = 32 << 20;
 
 // Whether a collective writing `outputBytes` per rank on `ranks` local ranks streams its
-// output; `justRead`: the output lines are ones it has just read.
-inline bool streamOutput(uint64_t outputBytes, int ranks, bool justRead) {
+// output; `justRead`: the output lines are ones it has just read; `sharedCores`: the ranks
+// outnumber the cores they run on.
+inline bool streamOutput(uint64_t outputBytes, int ranks, bool justRead, bool sharedCores) {
+  if (justRead && !sharedCores) return false;
   return outputBytes * static_cast<uint64_t>(ranks) >=
          (justRead ? kStreamHostReadOutputBytes : kStreamHostOutputBytes);
 }

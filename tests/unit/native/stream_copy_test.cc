@@ -21,16 +21,23 @@ TEST_CASE("streamCopy copies exactly, at every alignment and length around its b
       }
 }
 
-TEST_CASE("outputs stream from 8 MiB on the host, outputs just read as inputs from 32 MiB") {
+TEST_CASE(
+    "outputs stream from 8 MiB on the host, outputs just read as inputs from 32 MiB where "
+    "ranks share cores and never where each has a core") {
   using weft::streamOutput;
   const uint64_t MiB = 1 << 20;
-  // Out of place: from 8 MiB of output on the host.
-  CHECK_FALSE(streamOutput(3 * MiB, 2, false));
-  CHECK(streamOutput(4 * MiB, 2, false));
-  CHECK(streamOutput(2 * MiB, 4, false));
-  // In place (the output lines are the input's, just read): from 32 MiB.
-  CHECK_FALSE(streamOutput(4 * MiB, 2, true));
-  CHECK_FALSE(streamOutput(8 * MiB - 1, 4, true));
-  CHECK(streamOutput(8 * MiB, 4, true));
-  CHECK(streamOutput(16 * MiB, 2, true));
+  // Out of place: from 8 MiB of output on the host, whether or not the ranks share cores.
+  for (bool shared : {false, true}) {
+    CHECK_FALSE(streamOutput(3 * MiB, 2, false, shared));
+    CHECK(streamOutput(4 * MiB, 2, false, shared));
+    CHECK(streamOutput(2 * MiB, 4, false, shared));
+  }
+  // In place (the output lines are the input's, just read), ranks sharing cores: from 32 MiB.
+  CHECK_FALSE(streamOutput(4 * MiB, 2, true, true));
+  CHECK_FALSE(streamOutput(8 * MiB - 1, 4, true, true));
+  CHECK(streamOutput(8 * MiB, 4, true, true));
+  CHECK(streamOutput(16 * MiB, 2, true, true));
+  // In place, a core each: never.
+  CHECK_FALSE(streamOutput(16 * MiB, 2, true, false));
+  CHECK_FALSE(streamOutput(uint64_t{1} << 40, 8, true, false));
 }
