@@ -154,7 +154,7 @@ void ShmCollectives::movePeerReadOrStaged(const NativeCall& call) {
 // share the cores unevenly (3 or 5 on 2), the root's part lands on a core that already has a
 // receiver: 1.1-1.35x as long (3 ranks, both collectives; broadcast on 5); 6 ranks 0.8-0.95.
 bool ShmCollectives::rootSharesDirect() const {
-  return !oversubscribed_ || n() % cores_ == 0;
+  return !oversubscribed_ || (cores_ > 0 && n() % cores_ == 0);
 }
 
 void ShmCollectives::copyToMapped(int q, uint64_t offset, const void* src, uint64_t bytes,
