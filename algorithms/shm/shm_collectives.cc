@@ -244,8 +244,8 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
     allShared = (exposure(q).flags & (kSendShared | kRecvShared)) == (kSendShared | kRecvShared);
   if (allShared) {
     // Map every peer's regions, then agree: direct only if every rank could map everything.
-    bool mapped = true;
-    for (int q = 0; q < n() && mapped; ++q) {
+    int unmapped = -1;  // the first peer whose regions this rank could not map
+    for (int q = 0; q < n() && unmapped < 0; ++q) {
       if (q == me()) {
         peerSend_[q] = static_cast<const uint8_t*>(call.sendbuff);
         peerRecv_[q] = static_cast<uint8_t*>(call.recvbuff);
@@ -253,16 +253,33 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
       }
       const Exposure& e = exposure(q);
       const pid_t pid = static_cast<pid_t>(e.pid);
+      bool mapped = true;
       if (e.send) mapped &= (peerSend_[q] = mappings_.map(pid, e.sendRegion)) != nullptr;
       if (e.recv) mapped &= (peerRecv_[q] = mappings_.map(pid, e.recvRegion)) != nullptr;
+      if (!mapped) unmapped = q;
+    }
+    // Regions that every rank has mapped in an earlier call (every rank said so in that call's
+    // verdict) need no verdict: every rank knows it from the same exposures. One exchange less
+    // per call: weftMemAlloc buffers, allreduce, 2000 calls, 5 alternating runs on the 2-core
+    // Intel Xeon build machine, time over the verdict's: 2 ranks 0.78 at 32 KiB, 0.84 at 64,
+    // 0.89 at 128, 0.94 at 256; 4 ranks 0.76, 0.80, 0.87, 0.88; from 512 KiB within noise.
+    if (mappedBefore()) {
+      if (unmapped >= 0)
+        fail(weftSystemError,
+             "{}: could not map rank {}'s weftMemAlloc memory again (pidfd_getfd or mmap "
+             "refused), which every rank had mapped before",
+             wait_->what(), group_.ranks[unmapped]);
+      timeTrial_ = false;  // (buffers every rank maps are read in place: no trial of a path)
+      return Path::Direct;
     }
     Exposure verdict = mine;
-    verdict.flags = (mapped ? kMapped : 0) | (mine.flags & kInPlace);
+    verdict.flags = (unmapped < 0 ? kMapped : 0) | (mine.flags & kInPlace);
     publishExposure(verdict);
     bool everyone = true;
     for (int q = 0; q < n(); ++q) everyone &= (exposure(q).flags & kMapped) != 0;
     if (everyone) {
-      timeTrial_ = false;  // (buffers every rank maps are read in place: no trial of a path)
+      rememberMapped();
+      timeTrial_ = false;
       return Path::Direct;
     }
   }
@@ -355,6 +372,26 @@ bool ShmCollectives::anyRankInPlace(uint64_t bytes) const {
     if (e.send && e.recv && e.send < e.recv + bytes && e.recv < e.send + bytes) return true;
   }
   return false;
+}
+
+bool ShmCollectives::mappedBefore() const {
+  for (int q = 0; q < n(); ++q) {
+    const Exposure& e = exposure(q);
+    if (e.send && !everyoneMapped_.count({e.pid, e.sendRegion.id})) return false;
+    if (e.recv && !everyoneMapped_.count({e.pid, e.recvRegion.id})) return false;
+  }
+  return true;
+}
+
+void ShmCollectives::rememberMapped() {
+  // Bounded; every rank clears it at the same call, so all keep the same set.
+  if (everyoneMapped_.size() + 2 * static_cast<size_t>(n()) > kMappedRegionsKept)
+    everyoneMapped_.clear();
+  for (int q = 0; q < n(); ++q) {
+    const Exposure& e = exposure(q);
+    if (e.send) everyoneMapped_.insert({e.pid, e.sendRegion.id});
+    if (e.recv) everyoneMapped_.insert({e.pid, e.recvRegion.id});
+  }
 }
 
 void ShmCollectives::copyFromPeer(Path path, int q, uint64_t offset, void* dst, uint64_t bytes) {

@@ -18,7 +18,9 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/reduce/reduce.hpp"
@@ -216,6 +218,12 @@ class ShmCollectives {
   // process_vm_writev (write) or process_vm_readv of `bytes` between local memory and address
   // `remote` of peer q, resumed after partial copies; throws weftSystemError naming the peer.
   void cmaCopy(bool write, int q, uint8_t* local, uint64_t remote, uint64_t bytes);
+  // In decidePath, every rank's buffers in weftMemAlloc memory: whether every region the
+  // exposures name was in an earlier call where every rank mapped every region (so the call
+  // needs no verdict), and, after such a verdict, remembering its regions. The same answers on
+  // every rank.
+  bool mappedBefore() const;
+  void rememberMapped();
   // After choosePath: whether any rank's input and output overlap (by the addresses every rank
   // published), the same answer on every rank.
   bool anyRankInPlace(uint64_t bytes) const;
@@ -287,6 +295,9 @@ class ShmCollectives {
   std::vector<uint8_t> inlineAcc_;       // allReduceInline on more than 2 ranks
   std::vector<const void*> sources_;     // what one reduceMany folds, in order
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
+  // (owner's pid, region id) of the regions every rank has said it mapped, at most this many.
+  static constexpr size_t kMappedRegionsKept = 256;
+  std::set<std::pair<uint32_t, uint64_t>> everyoneMapped_;
   std::vector<const uint8_t*> peerSend_;  // direct path: peers' buffers, here
   std::vector<uint8_t*> peerRecv_;        // (outputs writable: the direct allreduce writes them)
 };
