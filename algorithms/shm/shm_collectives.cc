@@ -269,6 +269,8 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
              "{}: could not map rank {}'s weftMemAlloc memory again (pidfd_getfd or mmap "
              "refused), which every rank had mapped before",
              wait_->what(), group_.ranks[unmapped]);
+      WEFT_TRACE(kSubsysShm, "{}: every rank has mapped these regions before: no verdict",
+                 wait_->what());
       timeTrial_ = false;  // (buffers every rank maps are read in place: no trial of a path)
       return Path::Direct;
     }
@@ -374,24 +376,25 @@ bool ShmCollectives::anyRankInPlace(uint64_t bytes) const {
   return false;
 }
 
-bool ShmCollectives::mappedBefore() const {
+template <class Visit>
+bool ShmCollectives::everyRegion(const Visit& visit) const {
   for (int q = 0; q < n(); ++q) {
     const Exposure& e = exposure(q);
-    if (e.send && !everyoneMapped_.count({e.pid, e.sendRegion.id})) return false;
-    if (e.recv && !everyoneMapped_.count({e.pid, e.recvRegion.id})) return false;
+    if (e.send && !visit(MappedRegion{e.pid, e.sendRegion.id})) return false;
+    if (e.recv && !visit(MappedRegion{e.pid, e.recvRegion.id})) return false;
   }
   return true;
+}
+
+bool ShmCollectives::mappedBefore() const {
+  return everyRegion([&](const MappedRegion& r) { return everyoneMapped_.count(r) != 0; });
 }
 
 void ShmCollectives::rememberMapped() {
   // Bounded; every rank clears it at the same call, so all keep the same set.
   if (everyoneMapped_.size() + 2 * static_cast<size_t>(n()) > kMappedRegionsKept)
     everyoneMapped_.clear();
-  for (int q = 0; q < n(); ++q) {
-    const Exposure& e = exposure(q);
-    if (e.send) everyoneMapped_.insert({e.pid, e.sendRegion.id});
-    if (e.recv) everyoneMapped_.insert({e.pid, e.recvRegion.id});
-  }
+  everyRegion([&](const MappedRegion& r) { return everyoneMapped_.insert(r), true; });
 }
 
 void ShmCollectives::copyFromPeer(Path path, int q, uint64_t offset, void* dst, uint64_t bytes) {

@@ -224,6 +224,12 @@ class ShmCollectives {
   // every rank.
   bool mappedBefore() const;
   void rememberMapped();
+  // (owner's pid, region id)
+  using MappedRegion = std::pair<uint32_t, uint64_t>;
+  // Calls visit with every region the latest exposures name until it returns false; whether
+  // none did.
+  template <class Visit>
+  bool everyRegion(const Visit& visit) const;
   // After choosePath: whether any rank's input and output overlap (by the addresses every rank
   // published), the same answer on every rank.
   bool anyRankInPlace(uint64_t bytes) const;
@@ -295,9 +301,9 @@ class ShmCollectives {
   std::vector<uint8_t> inlineAcc_;       // allReduceInline on more than 2 ranks
   std::vector<const void*> sources_;     // what one reduceMany folds, in order
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
-  // (owner's pid, region id) of the regions every rank has said it mapped, at most this many.
+  // The regions every rank has said it mapped, at most this many.
   static constexpr size_t kMappedRegionsKept = 256;
-  std::set<std::pair<uint32_t, uint64_t>> everyoneMapped_;
+  std::set<MappedRegion> everyoneMapped_;
   std::vector<const uint8_t*> peerSend_;  // direct path: peers' buffers, here
   std::vector<uint8_t*> peerRecv_;        // (outputs writable: the direct allreduce writes them)
 };
