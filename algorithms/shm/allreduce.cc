@@ -213,11 +213,11 @@ void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
   // slot need not wait for every rank to have copied.
   releaseSlot(s, owner == me());
   // Every rank has arrived, so every rank has copied the previous call's result: nobody reads
-  // my other slot any more, and its lines are taken back now (as reclaimSlot does) rather than
-  // when the next call's staging and the arrival's locked add wait for them. The 1000-call 4
-  // KiB loop, 7 alternating weft-perf runs, medians: 4 ranks 5.04 us against 5.23, 8 ranks
-  // 10.62 against 11.42.
-  prefetchForWrite(slot(me(), s ^ 1), call.count * es);
+  // my other slot any more, and its lines are taken back now rather than when the next call's
+  // staging and the arrival's locked add wait for them. The 1000-call 4 KiB loop, 7
+  // alternating weft-perf runs, medians: 4 ranks 5.04 us against 5.23, 8 ranks 10.62 against
+  // 11.42.
+  reclaimSlot(s ^ 1, 0, call.count * es);
 }
 
 void ShmCollectives::allReduceStaged(const NativeCall& call) {
