@@ -14,6 +14,10 @@ double lowerMedian(std::vector<double> v) {
   return v.empty() ? 0 : v[(v.size() - 1) / 2];
 }
 
+// callStartStamp: the call's number above the clock's nanoseconds.
+constexpr int kStampNsBits = 48;
+constexpr uint64_t kStampNsMask = (uint64_t{1} << kStampNsBits) - 1;
+
 }  // namespace
 
 PathTrials::Choice trialChoice(int k) {
@@ -34,6 +38,21 @@ const char* choiceName(PathTrials::Choice choice) {
     case PathTrials::Choice::StagedCached: return "staged with cached stores";
   }
   return "?";
+}
+
+uint64_t callStartStamp(uint32_t call, int64_t ns) {
+  return (uint64_t{call & 0xffffu} << kStampNsBits) | (static_cast<uint64_t>(ns) & kStampNsMask);
+}
+
+int64_t startedEarlierNs(std::span<const uint64_t> stamps, uint64_t mine) {
+  uint64_t earliest = 0;
+  for (const uint64_t s : stamps) {
+    if (s >> kStampNsBits != mine >> kStampNsBits) continue;
+    // Modulo 2^48: a stamp up to half of that before mine is earlier, the rest later.
+    const uint64_t before = (mine - s) & kStampNsMask;
+    if (before < (uint64_t{1} << (kStampNsBits - 1))) earliest = std::max(earliest, before);
+  }
+  return static_cast<int64_t>(earliest);
 }
 
 int PathTrials::sizeClass(uint64_t bytes) {

@@ -16,9 +16,9 @@
 // 1e2359d).
 // So the ranks try all three:
 // - trial: kTrials calls in blocks of kBlock with one path: staged, staged with cached stores,
-//   CMA, CMA, cached, staged (the order evens out a drift); every rank times them, leaving out
-//   the first call of each block (it pays for the switch: caches, page faults on a larger
-//   output);
+//   CMA, CMA, cached, staged (the order evens out a drift); every rank times them from the
+//   first rank's start of the call (callStartStamp, below), leaving out the first call of each
+//   block (it pays for the switch: caches, page faults on a larger output);
 // - decide: one call in which every rank publishes its median time per path, and all keep the
 //   path whose slowest rank was fastest, for about kHoldSeconds of calls (timing rank 0 alone
 //   misled: a broadcast root, or one of 4 ranks on 2 cores, is not the rank that waits longest);
@@ -36,6 +36,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -119,5 +120,21 @@ PathTrials::Choice trialChoice(int k);
 bool trialCounts(int k);
 // The choice's name in the log: "staged", "CMA", "staged with cached stores".
 const char* choiceName(PathTrials::Choice choice);
+
+// A trial is timed from the first rank's start of the call, not the timing rank's own. Ranks
+// that share cores do not start a call together: one that the kernel runs late finds its
+// peers' data ready and is done quickly, so its own time says little about the call, and a
+// path whose ranks finish far apart looks faster than it is. 4 ranks on 2 cores, allgather of
+// 256 KiB, 6 launches each way (perf/README.md, "trials timed from the first rank's start"):
+// timed by each rank's own start, the slowest rank's median for staging with cached stores
+// ranged over 23-77 us (from the first start: 50-77), and the trials chose it over CMA (31-69)
+// in 2 launches of 6; from the first start, CMA in 5 of 6.
+// So every rank publishes when it starts each call: the call's number (its low 16 bits) and
+// the steady clock in nanoseconds (their low 48 bits, about 78 hours).
+uint64_t callStartStamp(uint32_t call, int64_t ns);
+// How many nanoseconds before `mine`, this rank's own stamp, the earliest of `stamps` that is
+// of the same call began; 0 where none did. Stamps of other calls (a peer not yet in this one)
+// do not count.
+int64_t startedEarlierNs(std::span<const uint64_t> stamps, uint64_t mine);
 
 }  // namespace weft

@@ -488,6 +488,10 @@ void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
   if (cpu.load(std::memory_order_relaxed) != now) cpu.store(now, std::memory_order_relaxed);
   if (spread_) spreadOut(now);
   const auto start = std::chrono::steady_clock::now();
+  const uint64_t stamp = callStartStamp(
+      ++calls_,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
+  segment_.control(me()).callStart.store(stamp, std::memory_order_relaxed);
   stepTaken_ = tunedCall_ = timeTrial_ = false;
   switch (call.collective) {
     case Collective::AllReduce: allReduce(call); break;
@@ -500,8 +504,16 @@ void ShmCollectives::run(const NativeCall& call, const WaitContext& wait) {
     case Collective::Scatter: scatter(call); break;
     default: fail(weftInternalError, "no shared-memory {}", collectiveName(call.collective));
   }
-  if (timeTrial_)
-    trials_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (timeTrial_) {
+    // From the first rank's start (path_trials.hpp: callStartStamp). Every rank this one
+    // waited for published its stamp before the data this rank read, so it is seen here.
+    callStarts_.clear();
+    for (int q = 0; q < n(); ++q)
+      callStarts_.push_back(segment_.control(q).callStart.load(std::memory_order_relaxed));
+    const double earlier = static_cast<double>(startedEarlierNs(callStarts_, stamp)) * 1e-9;
+    trials_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() +
+                   earlier);
+  }
   wait_ = nullptr;
 }
 

@@ -277,6 +277,8 @@ class ShmCollectives {
   bool stepTaken_ = false;
   bool tunedCall_ = false;
   bool timeTrial_ = false;  // the running call is a trial that runs its path
+  uint32_t calls_ = 0;      // native collectives run so far (callStartStamp)
+  std::vector<uint64_t> callStarts_;  // the ranks' stamps, read at the end of a trial
   int cores_ = 0;
   bool oversubscribed_ = false;
   // Spreading ranks over the CPUs (cpu_spread.hpp): where each local rank last ran, and when

@@ -63,6 +63,10 @@ struct RankControl {
   // A waiter on that same CPU knows the rank cannot be running: it yields instead of spinning
   // (transports/shm/flag.hpp); a rank crowded onto one CPU moves (algorithms/shm/cpu_spread).
   alignas(64) std::atomic<int32_t> cpu{-1};
+  // When this rank started its latest native collective, and which one it was (for the path
+  // trials' timing: algorithms/shm/path_trials.hpp, callStartStamp). Read by peers only at the
+  // end of trial calls.
+  alignas(64) std::atomic<uint64_t> callStart{0};
   // Non-zero while this rank sleeps in the shm transport's waitForActivity and wants a doorbell
   // when a peer publishes anything to it (transports/shm/README.md, "Sleeping").
   alignas(64) std::atomic<uint32_t> asleep;

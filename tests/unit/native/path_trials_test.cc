@@ -187,3 +187,24 @@ TEST_CASE("PathTrials::sizeClass is the power of two at or below") {
   CHECK(PathTrials::sizeClass((2 << 20) - 1) == 20);
   CHECK(PathTrials::sizeClass(uint64_t{1} << 40) == 40);
 }
+
+TEST_CASE("startedEarlierNs: how long before mine the first rank started the same call") {
+  using weft::callStartStamp;
+  using weft::startedEarlierNs;
+  const uint64_t mine = callStartStamp(7, 1'000'000);
+  // Peers that started the same call 300 and 40 ns before me, and one that started after me.
+  const std::vector<uint64_t> same = {callStartStamp(7, 999'700), mine, callStartStamp(7, 999'960),
+                                      callStartStamp(7, 1'000'500)};
+  CHECK(startedEarlierNs(same, mine) == 300);
+  // A peer still on the call before (or one whose stamp is of another call) does not count,
+  // however early its stamp.
+  const std::vector<uint64_t> stale = {callStartStamp(6, 10), mine, callStartStamp(8, 20)};
+  CHECK(startedEarlierNs(stale, mine) == 0);
+  CHECK(startedEarlierNs({}, mine) == 0);
+  // Call numbers and clocks wrap: call 65536 + 7 is call 7's stamp, and a peer 15 ns before a
+  // clock that has just passed 2^48 is 15 ns earlier.
+  const uint64_t wrapped = callStartStamp(65536 + 7, (int64_t{1} << 48) + 5);
+  CHECK(wrapped == callStartStamp(7, 5));
+  const std::vector<uint64_t> acrossWrap = {callStartStamp(7, (int64_t{1} << 48) - 10), wrapped};
+  CHECK(startedEarlierNs(acrossWrap, wrapped) == 15);
+}
