@@ -54,9 +54,12 @@ class PathTrials {
   static constexpr int kBlocks = 6;
   static constexpr int kTrials = kBlock * kBlocks;
   // How long, about, a decision holds before its class is tried again, and the fewest and most
-  // calls that makes.
+  // calls that makes. The fewest keep the trials to a twentieth of the calls where calls are
+  // long: with 100, a 2-rank 256 MiB allreduce (60 ms a call) tried every 6 s, and 250 calls
+  // took 1.02x the time out of place and 1.10x in place against 360 (3 alternating runs,
+  // medians; perf/README.md).
   static constexpr double kHoldSeconds = 5.0;
-  static constexpr uint32_t kMinHoldCalls = 100;
+  static constexpr uint32_t kMinHoldCalls = 20 * kTrials;
   static constexpr uint32_t kMaxHoldCalls = 1u << 30;
 
   // What one call of a class is: a trial of `choice`, the decision, or a held `choice`.
