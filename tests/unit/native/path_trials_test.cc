@@ -176,6 +176,10 @@ TEST_CASE("PathTrials holds a decision for kHoldSeconds of calls, within its bou
         PathTrials::kMaxHoldCalls);
   CHECK(runTrials(trials, Collective::AllReduce, 1 << 30, 100, 200, 200).holdCalls ==
         PathTrials::kMinHoldCalls);
+  // Long calls (60 ms: 2 ranks, 256 MiB) hold at least 20 trial rounds' worth, so that the
+  // trials, two thirds of them on slower paths, stay a twentieth of the calls.
+  CHECK(runTrials(trials, Collective::AllReduce, 256 << 20, 0.12, 0.06, 0.1).holdCalls >=
+        20 * PathTrials::kTrials);
 }
 
 TEST_CASE("PathTrials::sizeClass is the power of two at or below") {
