@@ -59,8 +59,8 @@ int PathTrials::sizeClass(uint64_t bytes) {
   return bytes == 0 ? 0 : static_cast<int>(std::bit_width(bytes)) - 1;
 }
 
-PathTrials::Step PathTrials::step(Collective c, uint64_t bytes, bool rootInPlace) {
-  last_ = {static_cast<int>(c), rootInPlace, sizeClass(bytes)};
+PathTrials::Step PathTrials::step(Collective c, uint64_t bytes, bool inPlace) {
+  last_ = {static_cast<int>(c), inPlace, sizeClass(bytes)};
   Class& cls = classes_[last_];
   if (cls.stage == Stage::Hold && cls.holdLeft == 0) {
     cls = Class{};  // tried again
@@ -132,9 +132,11 @@ PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const
       "{}{} with blocks of {} B to twice that: {} (slowest of {} ranks' medians: staged {:.1f} "
       "us, staged with cached stores {:.1f} us, CMA {:.1f} us) for the next {} calls",
       collectiveName(static_cast<Collective>(last_.collective)),
-      last_.rootInPlace ? " (root in place)" : "", uint64_t{1} << last_.sizeClass,
-      choiceName(d.choice), ranks.size(), slowest.staged * 1e6, slowest.cached * 1e6,
-      slowest.cma * 1e6, d.holdCalls);
+      !last_.inPlace                                                       ? ""
+      : static_cast<Collective>(last_.collective) == Collective::Broadcast ? " (root in place)"
+                                                                           : " (in place)",
+      uint64_t{1} << last_.sizeClass, choiceName(d.choice), ranks.size(), slowest.staged * 1e6,
+      slowest.cached * 1e6, slowest.cma * 1e6, d.holdCalls);
   return d;
 }
 

@@ -28,7 +28,9 @@
 // A broadcast whose root is in place is a class of its own: through CMA its root writes 1/n of
 // every block instead of 1/(n + 1) besides copying its own (movement.cc), so the faster path can
 // differ between the two forms of one size (2 ranks, 1 MiB: CMA 24 us in place, 47 out of
-// place; staged 33-38 either way).
+// place; staged 33-38 either way). So is a large allreduce whose first rank is in place: its
+// output lines are the ones it has just read (4 ranks, 16 MiB: the out-of-place class chose
+// staging, CMA took 0.67x the time in place; shm_collectives.hpp, kInPlaceClassBytes).
 // In trial and hold calls every rank knows the path without asking, so a staged call costs no
 // exchange. Pure bookkeeping: the caller times the calls and carries the medians between ranks.
 #pragma once
@@ -68,9 +70,9 @@ class PathTrials {
     Choice choice = Choice::Staged;  // (decide: the decision, once taken)
     int trial = 0;                   // trial: which (0-based)
   };
-  // Advances the class of collective `c` with `bytes` per block, its root in place or not, by
-  // one call.
-  Step step(Collective c, uint64_t bytes, bool rootInPlace = false);
+  // Advances the class of collective `c` with `bytes` per block, in place or not (a class of
+  // its own: the caller says when), by one call.
+  Step step(Collective c, uint64_t bytes, bool inPlace = false);
   // After a trial call that ran its path: its time in seconds. (A trial that went another way,
   // such as buffers every rank maps, is not recorded: where no trial of a path was, decide()
   // keeps staging.)
@@ -107,7 +109,7 @@ class PathTrials {
   };
   struct Key {
     int collective = -1;
-    bool rootInPlace = false;
+    bool inPlace = false;
     int sizeClass = -1;
     auto operator<=>(const Key&) const = default;
   };

@@ -349,22 +349,30 @@ const PathTrials::Step* ShmCollectives::trialStep(const NativeCall& call) {
     stepTaken_ = true;
     tunedCall_ = tunesPath(call);
     if (tunedCall_) {
-      step_ = trials_.step(call.collective, call.count * call.elemSize, rootInPlace(call));
+      step_ = trials_.step(call.collective, call.count * call.elemSize, inPlaceClass(call));
       timeTrial_ = step_.stage == PathTrials::Stage::Trial;
     }
   }
   return tunedCall_ ? &step_ : nullptr;
 }
 
-// A broadcast's receivers learn it from the exposure the root publishes next (decidePath), at
-// the next phase: every rank publishes its exposures at the same phases, and the root cannot
-// publish again before this rank has. They would wait for the root next anyway (for its staged
-// piece or its exposure), so this costs no barrier: the root waits for nobody here.
-bool ShmCollectives::rootInPlace(const NativeCall& call) const {
-  if (call.collective != Collective::Broadcast) return false;
-  if (call.root == me()) return call.inPlace;
-  waitPeer(call.root, phase_ + 1);
-  const auto* next = reinterpret_cast<const Exposure*>(exposureLine(call.root, exposures_));
+// The other ranks learn it from the exposure the root (the first rank for allreduce) publishes
+// next (decidePath), at the next phase: every rank publishes its exposures at the same phases,
+// and the root cannot publish again before this rank has. A broadcast's receivers would wait
+// for the root next anyway (for its staged piece or its exposure), so this costs them no
+// barrier; an allreduce's ranks wait for the first one's start. The root waits for nobody here.
+bool ShmCollectives::inPlaceClass(const NativeCall& call) const {
+  int root;
+  if (call.collective == Collective::Broadcast)
+    root = call.root;
+  else if (call.collective == Collective::AllReduce &&
+           call.count * call.elemSize >= kInPlaceClassBytes)
+    root = 0;
+  else
+    return false;
+  if (root == me()) return call.inPlace;
+  waitPeer(root, phase_ + 1);
+  const auto* next = reinterpret_cast<const Exposure*>(exposureLine(root, exposures_));
   return (next->flags & kInPlace) != 0;
 }
 

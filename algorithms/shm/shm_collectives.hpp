@@ -184,9 +184,16 @@ class ShmCollectives {
   bool tunesPath(const NativeCall& call) const;
   // Where tunesPath: this call's step of the trials, taken once per call; else nullptr.
   const PathTrials::Step* trialStep(const NativeCall& call);
-  // Whether this call is a broadcast whose root is in place (its own trial class), the same
-  // answer on every rank; before this call's exposure exchange.
-  bool rootInPlace(const NativeCall& call) const;
+  // Whether this call is a trial class of its own for being in place (path_trials.hpp): a
+  // broadcast whose root is in place, or an allreduce of at least kInPlaceClassBytes whose
+  // first rank is in place. The same answer on every rank; before this call's exposure exchange.
+  bool inPlaceClass(const NativeCall& call) const;
+  // An allreduce in place reads and writes the same lines, which changes the faster path at
+  // large sizes: 4 ranks, 16 MiB, in place, 3 alternating runs, medians: 4974 us with a class
+  // of its own against 7373 sharing the out-of-place one's choice (staged); equal at 1-4 MiB
+  // (perf/README.md). From this size a call waits for the first rank's exposure, which costs
+  // nothing next to the call.
+  static constexpr uint64_t kInPlaceClassBytes = 1 << 20;
   // Whether the trials say staged for this call without an exchange (a trial or hold call).
   static bool knownStaged(const PathTrials::Step* step) {
     return step && step->stage != PathTrials::Stage::Decide &&

@@ -2,8 +2,8 @@
 // 37, 1023, 12289, 65537} (see largestCount; 12289 elements of 2 bytes and more are where two
 // processes start to read each other through CMA instead of going one-shot), one rank per process
 // under weftrun, over the real transport; plus rings of sends and receives in a group, a second
-// communicator used alongside the first, and operations on a host stream. Exits non-zero, naming
-// every failure, if anything is wrong.
+// communicator used alongside the first, operations on a host stream, and large allreduces with
+// only some ranks in place. Exits non-zero, naming every failure, if anything is wrong.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -157,6 +157,38 @@ void twoCommunicators(weftComm_t first, int rank, int n) {
   ok(weftCommDestroy(second), second, rank, "destroy the second communicator");
 }
 
+// Large allreduces whose first rank is in place are a trial class of their own
+// (algorithms/shm: kInPlaceClassBytes), which every rank takes from the first rank's buffers:
+// with only some ranks in place, they must still agree on every call's path. Enough calls for
+// the trials, the decision and held calls with every rank out of place; then with the first
+// rank in place and the others not (a rank going by its own buffers would start trials while
+// the others hold), then the other way round.
+void mixedInPlaceLargeAllReduce(weftComm_t comm, int rank, int n) {
+  constexpr uint64_t kCount = (1 << 20) / sizeof(float) + 3;
+  constexpr int kCalls = 25;
+  std::vector<float> in(kCount), out(kCount);
+  enum class InPlace { None, First, Others };
+  for (InPlace round : {InPlace::None, InPlace::First, InPlace::Others}) {
+    const bool inPlace = round != InPlace::None && (rank == 0) == (round == InPlace::First);
+    for (int call = 0; call < kCalls; ++call) {
+      for (uint64_t e = 0; e < kCount; ++e) in[e] = float(rank + 1 + (e + call) % 7);
+      float* dst = inPlace ? in.data() : out.data();
+      const std::string what = fmt::format("large allreduce, {}in place, round {}, call {}",
+                                           inPlace ? "" : "not ", static_cast<int>(round), call);
+      if (!ok(weftAllReduce(in.data(), dst, kCount, weftFloat32, weftSum, comm, nullptr), comm,
+              rank, what))
+        return;
+      for (uint64_t e = 0; e < kCount; ++e) {
+        const float want = float(n * (n + 1) / 2 + n * ((e + call) % 7));
+        if (dst[e] != want) {
+          report(rank, fmt::format("{}: element {} is {}, expected {}", what, e, dst[e], want));
+          return;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -166,6 +198,7 @@ int main() {
   everyCase(comm, rank, n);
   if (failedCalls == 0) sendRecvRings(comm, rank, n);
   if (failedCalls == 0) twoCommunicators(comm, rank, n);
+  if (failedCalls == 0) mixedInPlaceLargeAllReduce(comm, rank, n);
   ok(weftCommDestroy(comm), comm, rank, "weftCommDestroy");
   if (failures) {
     std::fprintf(stderr, "rank %d: %d failure(s)\n", rank, failures.load());

@@ -108,6 +108,25 @@ TEST_CASE("PathTrials keeps a broadcast whose root is in place apart from one th
   CHECK(trials.step(Collective::Broadcast, 1 << 20, true).choice == Choice::Cma);
 }
 
+TEST_CASE("PathTrials names an allreduce class in place as such") {
+  PathTrials trials;
+  const PathTrials::Decision outOfPlace =
+      runTrials(trials, Collective::AllReduce, 16 << 20, 7.4e-3, 9.4e-3, 7.6e-3);
+  CHECK(outOfPlace.choice == Choice::Staged);
+  CHECK(outOfPlace.line.find("AllReduce with blocks of 16777216 B") != std::string::npos);
+  trials.hold(outOfPlace.choice, 1000);
+  for (int k = 0; k < PathTrials::kTrials; ++k) {
+    const PathTrials::Step step = trials.step(Collective::AllReduce, 16 << 20, true);
+    REQUIRE(step.stage == Stage::Trial);
+    trials.record(step.choice == Choice::Cma ? 5.0e-3 : 7.4e-3);
+  }
+  REQUIRE(trials.step(Collective::AllReduce, 16 << 20, true).stage == Stage::Decide);
+  const PathTrials::Decision inPlace = trials.decide({trials.medians()});
+  INFO(inPlace.line);
+  CHECK(inPlace.choice == Choice::Cma);
+  CHECK(inPlace.line.find("AllReduce (in place) with blocks of 16777216 B") != std::string::npos);
+}
+
 TEST_CASE("PathTrials leaves out the first call of each block and one slow outlier") {
   PathTrials trials;
   // CMA is faster, except that the first call after each switch is very slow and one counted
