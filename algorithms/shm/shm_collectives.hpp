@@ -189,10 +189,10 @@ class ShmCollectives {
   // first rank is in place. The same answer on every rank; before this call's exposure exchange.
   bool inPlaceClass(const NativeCall& call) const;
   // An allreduce in place reads and writes the same lines, which changes the faster path at
-  // large sizes: 4 ranks, 16 MiB, in place, 3 alternating runs, medians: 4974 us with a class
-  // of its own against 7373 sharing the out-of-place one's choice (staged); equal at 1-4 MiB
-  // (perf/README.md). From this size a call waits for the first rank's exposure, which costs
-  // nothing next to the call.
+  // large sizes. 4 ranks in place, 4 alternating weft-perf runs against 5fdeb2b, medians: 263
+  // against 336 us at 1 MiB, 1352 against 1505 at 4 MiB, 6989 against 7848 at 16 MiB (commit
+  // 3bc65b0). On 2 ranks both classes chose CMA. From this size a call waits for the first
+  // rank's exposure, small next to the call.
   static constexpr uint64_t kInPlaceClassBytes = 1 << 20;
   // Whether the trials say staged for this call without an exchange (a trial or hold call).
   static bool knownStaged(const PathTrials::Step* step) {
