@@ -1,11 +1,13 @@
 // Soak: many random collectives on one communicator, every result verified, with WEFT_CHECK=1,
 // and the process's resident memory and open file descriptors compared before and after.
 //
-//   weftrun -n 4 soak [operations [warm-up]]   (default 10000 measured after 2000 unmeasured;
-//                                               every rank draws the same sequence)
+//   weftrun -n 4 soak [operations [warm-up [largest count]]]
+//     (default 10000 measured after 2000 unmeasured, counts up to 100000; every rank draws the
+//     same sequence)
 //
-// Each operation: a random collective, datatype, operator, count (0 to 100000, most small),
-// root, in place or not, on a NULL stream or a host stream. Exits non-zero on a wrong result,
+// Each operation: a random collective, datatype, operator, count (0 to the largest, most
+// small), root, in place on no rank, on every rank or on some ranks only (each rank's own
+// choice, as NCCL allows), on a NULL stream or a host stream. Exits non-zero on a wrong result,
 // a failed call, resident memory growing by 1 MiB or more, or a change in open descriptors.
 #include <dirent.h>
 #include <malloc.h>
@@ -58,6 +60,11 @@ int openDescriptors() {
 int main(int argc, char** argv) {
   const long operations = argc > 1 ? std::atol(argv[1]) : 10000;
   const long warmup = argc > 2 ? std::atol(argv[2]) : 2000;
+  const long largest = argc > 3 ? std::atol(argv[3]) : 100000;
+  if (operations < 0 || warmup < 0 || largest < 1) {
+    std::fprintf(stderr, "usage: soak [operations [warm-up [largest count]]] (all positive)\n");
+    return 2;
+  }
   setenv("WEFT_CHECK", "1", 0);
   weftComm_t comm;
   if (weftCommInitFromEnv(&comm, nullptr) != weftSuccess) {
@@ -77,7 +84,7 @@ int main(int argc, char** argv) {
   for (Collective c : kAllCollectives)
     for (bool inPlace : {false, true})
       for (bool onStream : {false, true}) {
-        CaseShape s{c, n, 0, 100000, weftFloat64, weftAvg};
+        CaseShape s{c, n, 0, static_cast<uint64_t>(largest), weftFloat64, weftAvg};
         if (!reduces(c)) s.op = weftSum;
         const CaseInputs inputs(s, s.count);
         buffers.prepare(s, rank, inPlace, inputs);
@@ -110,9 +117,13 @@ int main(int argc, char** argv) {
     s.type = kAllTypes[random() % std::size(kAllTypes)];
     s.op = kAllOps[random() % std::size(kAllOps)];
     s.root = static_cast<int>(random() % n);
-    const uint64_t scale = random() % 4;  // most counts small, some up to 100000
-    s.count = random() % (scale == 3 ? 100001 : scale == 2 ? 4097 : 65);
-    const bool inPlace = random() % 2;
+    const uint64_t scale = random() % 4;  // most counts small, some up to the largest
+    s.count = random() % (scale == 3 ? uint64_t(largest) + 1 : scale == 2 ? 4097 : 65);
+    // One draw in four leaves in place to each rank (a bit per rank): ranks that differ must
+    // still agree on the algorithm and its path.
+    const uint64_t placement = random();
+    const bool inPlace =
+        placement % 4 == 3 ? (placement >> 2 >> (rank % 60)) & 1 : (placement >> 2) & 1;
     const bool onStream = random() % 2;
     if (!reduces(s.collective)) s.op = weftSum;
     const CaseInputs inputs(s, s.count);
