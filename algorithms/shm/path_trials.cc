@@ -31,6 +31,10 @@ bool trialCounts(int k) {
   return k % PathTrials::kBlock != 0;
 }
 
+bool probeCounts(int k) {
+  return k % PathTrials::kProbeCalls >= PathTrials::kProbeCalls / 2;
+}
+
 const char* choiceName(PathTrials::Choice choice) {
   switch (choice) {
     case PathTrials::Choice::Staged: return "staged";
@@ -74,6 +78,11 @@ PathTrials::Step PathTrials::step(Collective c, uint64_t bytes, bool inPlace) {
       if (cls.trials == kTrials) cls.stage = Stage::Decide;
       break;
     case Stage::Decide: break;
+    case Stage::Probe:
+      s.trial = cls.probeCalls++;
+      s.choice = cls.probes[s.trial / kProbeCalls];
+      if (cls.probeCalls == 2 * kProbeCalls) cls.stage = Stage::Decide;
+      break;
     case Stage::Hold:
       --cls.holdLeft;
       s.choice = cls.choice;
@@ -84,8 +93,11 @@ PathTrials::Step PathTrials::step(Collective c, uint64_t bytes, bool inPlace) {
 }
 
 void PathTrials::record(double seconds) {
-  if (last_.collective < 0 || lastStep_.stage != Stage::Trial || !trialCounts(lastStep_.trial))
-    return;
+  if (last_.collective < 0) return;
+  const bool counts = lastStep_.stage == Stage::Trial   ? trialCounts(lastStep_.trial)
+                      : lastStep_.stage == Stage::Probe ? probeCounts(lastStep_.trial)
+                                                        : false;
+  if (!counts) return;
   Class& cls = classes_[last_];
   switch (lastStep_.choice) {
     case Choice::Staged: cls.staged.push_back(seconds); break;
@@ -102,6 +114,8 @@ PathTrials::Medians PathTrials::medians() const {
 }
 
 PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const {
+  const auto it = classes_.find(last_);
+  const bool probed = it != classes_.end() && it->second.probed;
   Medians slowest;
   bool cmaTimed = !ranks.empty(), cachedTimed = !ranks.empty();
   for (const Medians& m : ranks) {
@@ -123,21 +137,53 @@ PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const
   Option best = options[0];
   for (const Option& o : options)
     if (o.timed && (!best.timed || o.seconds < best.seconds)) best = o;
+  // The next fastest of the paths every rank timed.
+  const Option* next = nullptr;
+  for (const Option& o : options)
+    if (o.timed && o.choice != best.choice && (!next || o.seconds < next->seconds)) next = &o;
   Decision d;
   d.choice = best.choice;
+  d.probe = !probed && best.timed && best.seconds > 0 && next &&
+            next->seconds <= best.seconds * kProbeMargin;
+  if (d.probe) d.runnerUp = next->choice;
   const double calls = best.seconds > 0 ? kHoldSeconds / best.seconds : double(kMinHoldCalls);
   d.holdCalls =
       static_cast<uint32_t>(std::clamp(calls, double(kMinHoldCalls), double(kMaxHoldCalls)));
-  d.line = fmt::format(
-      "{}{} with blocks of {} B to twice that: {} (slowest of {} ranks' medians: staged {:.1f} "
-      "us, staged with cached stores {:.1f} us, CMA {:.1f} us) for the next {} calls",
-      collectiveName(static_cast<Collective>(last_.collective)),
-      !last_.inPlace                                                       ? ""
-      : static_cast<Collective>(last_.collective) == Collective::Broadcast ? " (root in place)"
-                                                                           : " (in place)",
-      uint64_t{1} << last_.sizeClass, choiceName(d.choice), ranks.size(), slowest.staged * 1e6,
-      slowest.cached * 1e6, slowest.cma * 1e6, d.holdCalls);
+  const Collective c = static_cast<Collective>(last_.collective);
+  const std::string what = fmt::format("{}{} with blocks of {} B to twice that", collectiveName(c),
+                                       !last_.inPlace               ? ""
+                                       : c == Collective::Broadcast ? " (root in place)"
+                                                                    : " (in place)",
+                                       uint64_t{1} << last_.sizeClass);
+  auto us = [](double seconds) {
+    return seconds > 0 ? fmt::format("{:.1f} us", seconds * 1e6) : std::string("-");
+  };
+  const std::string times =
+      fmt::format("slowest of {} ranks' medians{}: staged {}, staged with cached stores {}, CMA {}",
+                  ranks.size(), probed ? " over the probes" : "", us(slowest.staged),
+                  us(slowest.cached), us(slowest.cma));
+  if (d.probe)
+    d.line =
+        fmt::format("{}: {}, {} within {:.2f}x ({}): each probed for {} calls first", what,
+                    choiceName(d.choice), choiceName(d.runnerUp), kProbeMargin, times, kProbeCalls);
+  else
+    d.line = fmt::format("{}: {} ({}) for the next {} calls", what, choiceName(d.choice), times,
+                         d.holdCalls);
   return d;
+}
+
+void PathTrials::follow(const Decision& decision) {
+  if (!decision.probe) return hold(decision.choice, decision.holdCalls);
+  if (last_.collective < 0) return;
+  Class& cls = classes_[last_];
+  cls.stage = Stage::Probe;
+  cls.probed = true;
+  cls.probes[0] = decision.choice;
+  cls.probes[1] = decision.runnerUp;
+  cls.probeCalls = 0;
+  cls.staged.clear();
+  cls.cma.clear();
+  cls.cached.clear();
 }
 
 void PathTrials::hold(Choice choice, uint32_t holdCalls) {

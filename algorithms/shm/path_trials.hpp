@@ -22,6 +22,16 @@
 // - decide: one call in which every rank publishes its median time per path, and all keep the
 //   path whose slowest rank was fastest, for about kHoldSeconds of calls (timing rank 0 alone
 //   misled: a broadcast root, or one of 4 ranks on 2 cores, is not the rank that waits longest);
+// - probe, where the runner-up's slowest median is within kProbeMargin of the winner's: the
+//   winner, then the runner-up, each for kProbeCalls calls, timed over the later half of each;
+//   then a second decide from those times alone. A path can take many calls to settle after a
+//   switch, CMA most: on the 2-core Intel Xeon VM of perf/README.md (4 ranks, 4 MiB
+//   allreduce) CMA's calls were still getting faster 40 calls after a cold start, and its
+//   trial calls ran 1700-1900 us where, held, it ran 1430-1570. The trials chose cached
+//   stores (1680-1700 us held) in 2 of 5 launches; with probes CMA was kept in 4 of 5, and the
+//   median of 9 launches was 0.95x the time (perf/README.md, "probes"). The winner goes first,
+//   so a benchmark that warms up over the trials alone times the path it would have held. Of
+//   the 2 x kProbeCalls calls, only the runner-up's can be slower, and by kProbeMargin at most;
 // - hold: that many calls on that path; then trials again. The machine changes under the
 //   ranks (on that AMD EPYC VM the staged 1 MiB allreduce took 58 us for a minute, then 120,
 //   while CMA stayed at 61-77).
@@ -51,10 +61,14 @@ class PathTrials {
   // Staged: large pieces go into the slots as each staged algorithm prefers (streamed where a
   // rank has a core); StagedCached: every store into the slots goes through the cache.
   enum class Choice : uint8_t { Staged, Cma, StagedCached };
-  enum class Stage : uint8_t { Trial, Decide, Hold };
+  enum class Stage : uint8_t { Trial, Decide, Probe, Hold };
   static constexpr int kBlock = 3;
   static constexpr int kBlocks = 6;
   static constexpr int kTrials = kBlock * kBlocks;
+  // Probes: how close the runner-up must be (its slowest median over the winner's), and how
+  // many calls each of the two runs, the later half of them timed.
+  static constexpr double kProbeMargin = 1.25;
+  static constexpr int kProbeCalls = 2 * kTrials;
   // How long, about, a decision holds before its class is tried again, and the fewest and most
   // calls that makes. The fewest keep the trials to a twentieth of the calls where calls are
   // long: with 100, a 2-rank 256 MiB allreduce (60 ms a call) tried every 6 s, and 250 calls
@@ -64,36 +78,44 @@ class PathTrials {
   static constexpr uint32_t kMinHoldCalls = 20 * kTrials;
   static constexpr uint32_t kMaxHoldCalls = 1u << 30;
 
-  // What one call of a class is: a trial of `choice`, the decision, or a held `choice`.
+  // What one call of a class is: a trial of `choice`, a decision, a probe of `choice`, or a
+  // held `choice`.
   struct Step {
     Stage stage = Stage::Trial;
     Choice choice = Choice::Staged;  // (decide: the decision, once taken)
-    int trial = 0;                   // trial: which (0-based)
+    int trial = 0;                   // trial, probe: which (0-based)
   };
   // Advances the class of collective `c` with `bytes` per block, in place or not (a class of
   // its own: the caller says when), by one call.
   Step step(Collective c, uint64_t bytes, bool inPlace = false);
-  // After a trial call that ran its path: its time in seconds. (A trial that went another way,
-  // such as buffers every rank maps, is not recorded: where no trial of a path was, decide()
-  // keeps staging.)
+  // After a trial or probe call that ran its path: its time in seconds. (A call that went
+  // another way, such as buffers every rank maps, is not recorded: where no trial of a path
+  // was, decide() keeps staging.)
   void record(double seconds);
 
-  // In a decide call: this rank's lower median time per path over its counted trials, seconds
-  // (0: none).
+  // In a decide call: this rank's lower median time per path over its counted trials (after
+  // probes: over the probes' counted calls, the paths not probed 0), seconds (0: none).
   struct Medians {
     double staged = 0, cma = 0, cached = 0;
   };
   Medians medians() const;
   // The path whose slowest rank's median is lowest, given every rank's medians (the same answer
   // on every rank given the same list; a path some rank did not time is not chosen, except
-  // staging where none was timed), the calls it holds for, and a line for the log.
+  // staging where none was timed), the calls it holds for, and a line for the log. After the
+  // trials, where the next fastest path timed on every rank is within kProbeMargin: probe
+  // the two (`probe`, `runnerUp`) before holding either.
   struct Decision {
     Choice choice = Choice::Staged;
     uint32_t holdCalls = kMinHoldCalls;
+    bool probe = false;
+    Choice runnerUp = Choice::Staged;
     std::string line;
   };
   Decision decide(const std::vector<Medians>& ranks) const;
-  // Every rank, in the decide call: the decision, which this call follows too.
+  // Every rank, in the decide call: the decision, whose `choice` this call follows too (a
+  // probe's first path).
+  void follow(const Decision& decision);
+  // Holds `choice` for `holdCalls` calls from the next one (as follow() does without a probe).
   void hold(Choice choice, uint32_t holdCalls);
 
   // The size class of `bytes`: the power of two at or below it (0 for 0).
@@ -103,9 +125,12 @@ class PathTrials {
   struct Class {
     Stage stage = Stage::Trial;
     int trials = 0;                   // trial calls so far
-    std::vector<double> staged, cma, cached;  // this rank's counted trial times, seconds
+    std::vector<double> staged, cma, cached;  // this rank's counted trial (probe) times, seconds
     Choice choice = Choice::Staged;
     uint32_t holdLeft = 0;  // hold: calls still to come
+    bool probed = false;    // the probes have run: the next decision holds
+    Choice probes[2] = {};  // the winner and the runner-up
+    int probeCalls = 0;     // probe calls so far
   };
   struct Key {
     int collective = -1;
@@ -123,6 +148,8 @@ class PathTrials {
 PathTrials::Choice trialChoice(int k);
 // Whether trial k's time counts: not where it opens a block.
 bool trialCounts(int k);
+// Whether probe call k's (0-based, over both probes) time counts: the later half of each.
+bool probeCounts(int k);
 // The choice's name in the log: "staged", "CMA", "staged with cached stores".
 const char* choiceName(PathTrials::Choice choice);
 

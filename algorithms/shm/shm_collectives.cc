@@ -225,7 +225,7 @@ ShmCollectives::Path ShmCollectives::decidePath(const NativeCall& call) {
       medians.push_back({exposure(q).trialStaged, exposure(q).trialCma, exposure(q).trialCached});
     const PathTrials::Decision decision = trials_.decide(medians);
     step_.choice = decision.choice;
-    trials_.hold(decision.choice, decision.holdCalls);
+    trials_.follow(decision);
     if (me() == 0) WEFT_INFO(kSubsysShm, "{}: {}", wait_->what(), decision.line);
   }
   const bool cmaChosen = tuned && step_.choice == PathTrials::Choice::Cma;
@@ -350,7 +350,8 @@ const PathTrials::Step* ShmCollectives::trialStep(const NativeCall& call) {
     tunedCall_ = tunesPath(call);
     if (tunedCall_) {
       step_ = trials_.step(call.collective, call.count * call.elemSize, inPlaceClass(call));
-      timeTrial_ = step_.stage == PathTrials::Stage::Trial;
+      timeTrial_ =
+          step_.stage == PathTrials::Stage::Trial || step_.stage == PathTrials::Stage::Probe;
     }
   }
   return tunedCall_ ? &step_ : nullptr;

@@ -283,7 +283,7 @@ class ShmCollectives {
   PathTrials::Step step_;    // the running call's, where stepTaken_ and tunedCall_
   bool stepTaken_ = false;
   bool tunedCall_ = false;
-  bool timeTrial_ = false;  // the running call is a trial that runs its path
+  bool timeTrial_ = false;  // the running call is a trial or probe that runs its path
   uint32_t calls_ = 0;      // native collectives run so far (callStartStamp)
   std::vector<uint64_t> callStarts_;  // the ranks' stamps, read at the end of a trial
   int cores_ = 0;

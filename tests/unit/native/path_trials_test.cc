@@ -158,8 +158,12 @@ TEST_CASE("PathTrials decides by the slowest rank's median of each path") {
   const PathTrials::Decision d = trials.decide(ranks);
   INFO(d.line);
   CHECK(d.choice == Choice::Staged);
-  CHECK(d.line.find("staged (slowest of 3 ranks' medians: staged 2500.0 us, staged with cached "
-                    "stores 3000.0 us, CMA 4000.0 us)") != std::string::npos);
+  // (Cached stores' slowest median is within kProbeMargin: the two are probed first.)
+  CHECK(d.probe);
+  CHECK(d.runnerUp == Choice::StagedCached);
+  CHECK(d.line.find("staged, staged with cached stores within 1.25x (slowest of 3 ranks' "
+                    "medians: staged 2500.0 us, staged with cached stores 3000.0 us, CMA 4000.0 "
+                    "us): each probed for 36 calls first") != std::string::npos);
   // A rank with no CMA time (its trials went another way): staging.
   CHECK(trials.decide({{2e-3, 1e-3}, {2e-3, 0}}).choice == Choice::Staged);
   CHECK(trials.decide({{2e-3, 1e-3}, {3e-3, 1.5e-3}}).choice == Choice::Cma);
@@ -169,6 +173,79 @@ TEST_CASE("PathTrials decides by the slowest rank's median of each path") {
   CHECK(trials.decide({{2e-3, 1.5e-3, 1e-3}}).choice == Choice::StagedCached);
   CHECK(trials.decide({{2e-3, 3e-3, 1e-3}, {2e-3, 3e-3, 0}}).choice == Choice::Staged);
   CHECK(trials.decide({{2e-3, 1.5e-3, 1e-3}, {2e-3, 1.5e-3, 0}}).choice == Choice::Cma);
+}
+
+TEST_CASE("PathTrials probes a close runner-up after the winner, and decides from the probes") {
+  PathTrials trials;
+  // CMA's trial calls come just after a switch and run slow: 1.1x staging's.
+  const PathTrials::Decision d =
+      runTrials(trials, Collective::AllReduce, 4 << 20, 2e-3, 2.2e-3, 3e-3);
+  INFO(d.line);
+  REQUIRE(d.probe);
+  CHECK(d.choice == Choice::Staged);
+  CHECK(d.runnerUp == Choice::Cma);
+  trials.follow(d);
+  // The winner first, then the runner-up, kProbeCalls each; the later half of each counts.
+  for (int k = 0; k < 2 * PathTrials::kProbeCalls; ++k) {
+    const PathTrials::Step step = trials.step(Collective::AllReduce, 4 << 20);
+    REQUIRE(step.stage == Stage::Probe);
+    CHECK(step.trial == k);
+    CHECK(step.choice == (k < PathTrials::kProbeCalls ? Choice::Staged : Choice::Cma));
+    CHECK(weft::probeCounts(k) == (k % PathTrials::kProbeCalls >= PathTrials::kProbeCalls / 2));
+    // Settled, CMA runs faster (1.5 and 1.6 ms, by turns: the lower median of the counted
+    // half is 1.5, of all calls 1.6); its first calls (not counted) ran slower still.
+    if (step.choice == Choice::Staged)
+      trials.record(2e-3);
+    else
+      trials.record(!weft::probeCounts(k) ? 4e-3 : k % 2 ? 1.6e-3 : 1.5e-3);
+  }
+  REQUIRE(trials.step(Collective::AllReduce, 4 << 20).stage == Stage::Decide);
+  const PathTrials::Medians m = trials.medians();
+  CHECK(m.staged == 2e-3);
+  CHECK(m.cma == 1.5e-3);
+  CHECK(m.cached == 0);  // (not probed)
+  const PathTrials::Decision after = trials.decide({m});
+  INFO(after.line);
+  CHECK(after.choice == Choice::Cma);
+  CHECK_FALSE(after.probe);  // (the probes have run: no second round of them)
+  CHECK(after.line.find("AllReduce with blocks of 4194304 B to twice that: CMA (slowest of 1 "
+                        "ranks' medians over the probes: staged 2000.0 us, staged with cached "
+                        "stores -, CMA 1500.0 us) for the next") != std::string::npos);
+  trials.follow(after);
+  CHECK(trials.step(Collective::AllReduce, 4 << 20).stage == Stage::Hold);
+  CHECK(trials.step(Collective::AllReduce, 4 << 20).choice == Choice::Cma);
+}
+
+TEST_CASE("PathTrials keeps the winner where the probes confirm it, and probes again next round") {
+  PathTrials trials;
+  const PathTrials::Decision d =
+      runTrials(trials, Collective::AlltoAll, 1 << 20, 300e-6, 290e-6, 280e-6);
+  REQUIRE(d.probe);
+  CHECK(d.choice == Choice::StagedCached);
+  CHECK(d.runnerUp == Choice::Cma);
+  trials.follow(d);
+  for (int k = 0; k < 2 * PathTrials::kProbeCalls; ++k) {
+    const PathTrials::Step step = trials.step(Collective::AlltoAll, 1 << 20);
+    trials.record(step.choice == Choice::Cma ? 320e-6 : 280e-6);
+  }
+  REQUIRE(trials.step(Collective::AlltoAll, 1 << 20).stage == Stage::Decide);
+  // A rank whose CMA probe calls went another way (not recorded) rules CMA out.
+  const PathTrials::Decision after = trials.decide({trials.medians(), {0, 0, 200e-6}});
+  CHECK(after.choice == Choice::StagedCached);
+  CHECK_FALSE(after.probe);
+  trials.follow(after);
+  trials.hold(after.choice, 2);  // (a shorter hold, to reach the next round)
+  CHECK(trials.step(Collective::AlltoAll, 1 << 20).choice == Choice::StagedCached);
+  CHECK(trials.step(Collective::AlltoAll, 1 << 20).choice == Choice::StagedCached);
+  // The next round tries every path again, and a close runner-up is probed again.
+  CHECK(runTrials(trials, Collective::AlltoAll, 1 << 20, 300e-6, 290e-6, 280e-6).probe);
+  // A runner-up beyond kProbeMargin is not probed: the winner is held at once.
+  PathTrials far;
+  const PathTrials::Decision clear =
+      runTrials(far, Collective::AlltoAll, 1 << 20, 300e-6, 260e-6, 200e-6);
+  CHECK_FALSE(clear.probe);
+  far.follow(clear);
+  CHECK(far.step(Collective::AlltoAll, 1 << 20).stage == Stage::Hold);
 }
 
 TEST_CASE("PathTrials chooses and holds staging with cached stores where they are fastest") {
