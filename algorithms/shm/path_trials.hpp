@@ -27,7 +27,7 @@
 //   then a second decide from those times alone. A path can take many calls to settle after a
 //   switch, CMA most: on the 2-core Intel Xeon VM of perf/README.md (4 ranks, 4 MiB
 //   allreduce) CMA's calls were still getting faster 40 calls after a cold start, and its
-//   trial calls ran 1700-1900 us where, held, it ran 1430-1570. The trials chose cached
+//   trial medians were 1735-1840 us where, held, it ran 1430-1570. The trials chose cached
 //   stores (1680-1700 us held) in 2 of 5 launches; with probes CMA was kept in 4 of 5, and the
 //   median of 9 launches was 0.95x the time (perf/README.md, "probes"). The winner goes first,
 //   so a benchmark that warms up over the trials alone times the path it would have held. Of
