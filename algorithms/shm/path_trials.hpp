@@ -27,11 +27,12 @@
 //   then a second decide from those times alone. A path can take many calls to settle after a
 //   switch, CMA most: on the 2-core Intel Xeon VM of perf/README.md (4 ranks, 4 MiB
 //   allreduce) CMA's calls were still getting faster 40 calls after a cold start, and its
-//   trial medians were 1735-1840 us where, held, it ran 1430-1570. The trials chose cached
-//   stores (1680-1700 us held) in 2 of 5 launches; with probes CMA was kept in 4 of 5, and the
-//   median of 9 launches was 0.95x the time (perf/README.md, "probes"). The winner goes first,
-//   so a benchmark that warms up over the trials alone times the path it would have held. Of
-//   the 2 x kProbeCalls calls, only the runner-up's can be slower, and by kProbeMargin at most;
+//   trial medians (slowest rank) were 1778-1850 us where, held, it ran 1430-1570. The trials
+//   chose cached stores (1680-1700 us held) in 2 of 5 launches; with probes CMA was kept in 4
+//   of 5, and perf/compare's 4-rank allreduce took 0.81x, 0.75x and 0.93x the time at 1, 4 and
+//   16 MiB (perf/README.md, "probes"). The winner goes first, so a benchmark that warms up
+//   over the trials alone times the path it would have held. Of the 2 x kProbeCalls calls,
+//   only the runner-up's can be slower, by about kProbeMargin at most as the trials timed it;
 // - hold: that many calls on that path; then trials again. The machine changes under the
 //   ranks (on that AMD EPYC VM the staged 1 MiB allreduce took 58 us for a minute, then 120,
 //   while CMA stayed at 61-77).
