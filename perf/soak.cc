@@ -62,7 +62,9 @@ int main(int argc, char** argv) {
   const long warmup = argc > 2 ? std::atol(argv[2]) : 2000;
   const long largest = argc > 3 ? std::atol(argv[3]) : 100000;
   if (operations < 0 || warmup < 0 || largest < 1) {
-    std::fprintf(stderr, "usage: soak [operations [warm-up [largest count]]] (all positive)\n");
+    std::fprintf(stderr,
+                 "usage: soak [operations [warm-up [largest count]]] (operations and warm-up 0 "
+                 "or more, the largest count 1 or more)\n");
     return 2;
   }
   setenv("WEFT_CHECK", "1", 0);
