@@ -162,10 +162,12 @@ PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const
       fmt::format("slowest of {} ranks' medians{}: staged {}, staged with cached stores {}, CMA {}",
                   ranks.size(), probed ? " over the probes" : "", us(slowest.staged),
                   us(slowest.cached), us(slowest.cma));
+  // (The form of the line without probes, up to the times, so that a reader of the log finds
+  // the winner the same way in both.)
   if (d.probe)
     d.line =
-        fmt::format("{}: {}, {} within {:.2f}x ({}): each probed for {} calls first", what,
-                    choiceName(d.choice), choiceName(d.runnerUp), kProbeMargin, times, kProbeCalls);
+        fmt::format("{}: {} ({}); {} within {:.2f}x: each probed for {} calls first", what,
+                    choiceName(d.choice), times, choiceName(d.runnerUp), kProbeMargin, kProbeCalls);
   else
     d.line = fmt::format("{}: {} ({}) for the next {} calls", what, choiceName(d.choice), times,
                          d.holdCalls);

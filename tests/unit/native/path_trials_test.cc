@@ -161,9 +161,9 @@ TEST_CASE("PathTrials decides by the slowest rank's median of each path") {
   // (Cached stores' slowest median is within kProbeMargin: the two are probed first.)
   CHECK(d.probe);
   CHECK(d.runnerUp == Choice::StagedCached);
-  CHECK(d.line.find("staged, staged with cached stores within 1.25x (slowest of 3 ranks' "
-                    "medians: staged 2500.0 us, staged with cached stores 3000.0 us, CMA 4000.0 "
-                    "us): each probed for 36 calls first") != std::string::npos);
+  CHECK(d.line.find("staged (slowest of 3 ranks' medians: staged 2500.0 us, staged with cached "
+                    "stores 3000.0 us, CMA 4000.0 us); staged with cached stores within 1.25x: "
+                    "each probed for 36 calls first") != std::string::npos);
   // A rank with no CMA time (its trials went another way): staging.
   CHECK(trials.decide({{2e-3, 1e-3}, {2e-3, 0}}).choice == Choice::Staged);
   CHECK(trials.decide({{2e-3, 1e-3}, {3e-3, 1.5e-3}}).choice == Choice::Cma);
