@@ -115,7 +115,7 @@ PathTrials::Medians PathTrials::medians() const {
 
 PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const {
   const auto it = classes_.find(last_);
-  const bool probed = it != classes_.end() && it->second.probed;
+  const bool probed = it != classes_.end() && it->second.probesDone();
   Medians slowest;
   bool cmaTimed = !ranks.empty(), cachedTimed = !ranks.empty();
   for (const Medians& m : ranks) {
@@ -143,8 +143,7 @@ PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const
     if (o.timed && o.choice != best.choice && (!next || o.seconds < next->seconds)) next = &o;
   Decision d;
   d.choice = best.choice;
-  d.probe = !probed && best.timed && best.seconds > 0 && next &&
-            next->seconds <= best.seconds * kProbeMargin;
+  d.probe = !probed && best.timed && next && next->seconds <= best.seconds * kProbeMargin;
   if (d.probe) d.runnerUp = next->choice;
   const double calls = best.seconds > 0 ? kHoldSeconds / best.seconds : double(kMinHoldCalls);
   d.holdCalls =
@@ -174,18 +173,20 @@ PathTrials::Decision PathTrials::decide(const std::vector<Medians>& ranks) const
   return d;
 }
 
+void PathTrials::Class::clearTimes() {
+  staged.clear();
+  cma.clear();
+  cached.clear();
+}
+
 void PathTrials::follow(const Decision& decision) {
   if (!decision.probe) return hold(decision.choice, decision.holdCalls);
   if (last_.collective < 0) return;
   Class& cls = classes_[last_];
   cls.stage = Stage::Probe;
-  cls.probed = true;
   cls.probes[0] = decision.choice;
   cls.probes[1] = decision.runnerUp;
-  cls.probeCalls = 0;
-  cls.staged.clear();
-  cls.cma.clear();
-  cls.cached.clear();
+  cls.clearTimes();
 }
 
 void PathTrials::hold(Choice choice, uint32_t holdCalls) {
@@ -194,9 +195,7 @@ void PathTrials::hold(Choice choice, uint32_t holdCalls) {
   cls.stage = Stage::Hold;
   cls.choice = choice;
   cls.holdLeft = holdCalls;
-  cls.staged.clear();
-  cls.cma.clear();
-  cls.cached.clear();
+  cls.clearTimes();
 }
 
 }  // namespace weft

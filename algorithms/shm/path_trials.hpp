@@ -129,9 +129,11 @@ class PathTrials {
     std::vector<double> staged, cma, cached;  // this rank's counted trial (probe) times, seconds
     Choice choice = Choice::Staged;
     uint32_t holdLeft = 0;  // hold: calls still to come
-    bool probed = false;    // the probes have run: the next decision holds
     Choice probes[2] = {};  // the winner and the runner-up
-    int probeCalls = 0;     // probe calls so far
+    int probeCalls = 0;     // probe calls so far (a class tried again starts from none)
+    // The probes have run: the next decision holds.
+    bool probesDone() const { return probeCalls == 2 * kProbeCalls; }
+    void clearTimes();
   };
   struct Key {
     int collective = -1;
