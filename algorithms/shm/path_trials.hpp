@@ -70,6 +70,9 @@ class PathTrials {
   // many calls each of the two runs, the later half of them timed.
   static constexpr double kProbeMargin = 1.25;
   static constexpr int kProbeCalls = 2 * kTrials;
+  // The most calls a class takes before its first held one: the trials, a decide call, both
+  // probes and a second decide call. A benchmark that warms up this long times held calls.
+  static constexpr int kTuningCalls = kTrials + 1 + 2 * kProbeCalls + 1;
   // How long, about, a decision holds before its class is tried again, and the fewest and most
   // calls that makes. The fewest keep the trials to a twentieth of the calls where calls are
   // long: with 100, a 2-rank 256 MiB allreduce (60 ms a call) tried every 6 s, and 250 calls

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <limits>
 
+#include "algorithms/shm/path_trials.hpp"
+
 namespace weft::perf {
 namespace {
 
@@ -346,7 +348,9 @@ Flags:
   -f, --stepfactor <n>      multiply the size by n from one row to the next (default 2)
   -i, --stepbytes <size>    add this many bytes from one row to the next instead of -f
   -n, --iters <n>           timed iterations per row (default 20)
-  -w, --warmup_iters <n>    warm-up iterations per row (default 1)
+  -w, --warmup_iters <n>    warm-up iterations per row (default 1); ranks that are processes
+                            try paths on the first {1} calls of a size: -w {1} times the one
+                            they keep
   -c, --check <n>           verified iterations per row; 0 disables verification (default 1)
   -d, --datatype <type>     int8 uint8 int32 uint32 int64 uint64 half float double bfloat16
                             f8e4m3 f8e5m2, or all (default float)
@@ -380,7 +384,7 @@ Without it, -t N runs N ranks as threads:
   {0} all_reduce -b 8 -e 128M -f 2 -t 4
 Exit status: 0 success, 1 a weft call failed or a result was wrong, 2 bad command line.
 )",
-      program);
+      program, PathTrials::kTuningCalls);
 }
 
 }  // namespace weft::perf

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "algorithms/shm/path_trials.hpp"
+
 namespace weft::perf {
 namespace {
 
@@ -58,6 +60,12 @@ std::string stepText(const Options& o) {
                          : fmt::format("{}(factor)", o.stepFactor);
 }
 
+// Whether weft may try paths on this run's first calls (algorithms/shm/path_trials.hpp): its
+// ranks are processes, more than one, with buffers of their own.
+bool triesPaths(const RunInfo& run) {
+  return run.threads == 1 && run.nranks > 1 && !run.options.registered;
+}
+
 }  // namespace
 
 std::string formatHeader(const RunInfo& run) {
@@ -69,6 +77,12 @@ std::string formatHeader(const RunInfo& run) {
       "iters: 1 validation: {} graph: 0\n",
       run.threads, o.minBytes, o.maxBytes, stepText(o), o.warmupIters, o.iters, o.checkIters);
   if (o.blocking) s += "# Blocking Enabled: every operation is a blocking call on a NULL stream\n";
+  if (triesPaths(run) && o.checkIters + o.warmupIters < PathTrials::kTuningCalls)
+    s += fmt::format(
+        "# Path trials: ranks that are processes try ways of reaching each other on the first {0} "
+        "calls of a size (WEFT_SHM_TUNE), so the times can include them: -w {0} leaves them "
+        "out\n",
+        PathTrials::kTuningCalls);
   s += "#\n# Using devices\n";
   for (const RankInfo& r : run.ranks)
     s += fmt::format("#  Rank {:2} Group  0 Pid {:6} on {:>10} device {:2} [cpu]\n", r.rank, r.pid,

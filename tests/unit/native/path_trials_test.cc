@@ -248,6 +248,34 @@ TEST_CASE("PathTrials keeps the winner where the probes confirm it, and probes a
   CHECK(far.step(Collective::AlltoAll, 1 << 20).stage == Stage::Hold);
 }
 
+TEST_CASE("PathTrials holds a class from call kTuningCalls + 1 on, probes and all") {
+  // A close runner-up (CMA within kProbeMargin of staging) takes the longest way to a hold:
+  // every call up to the first held one is counted, as a benchmark's warm-up would be.
+  for (const double cma : {2.2e-3, 3e-3}) {
+    PathTrials trials;
+    int calls = 0;
+    bool probed = false;
+    for (;;) {
+      const PathTrials::Step step = trials.step(Collective::AllGather, 1 << 20);
+      ++calls;
+      REQUIRE(calls <= 10 * PathTrials::kTuningCalls);
+      if (step.stage == Stage::Hold) break;
+      if (step.stage == Stage::Decide) {
+        const PathTrials::Decision d = trials.decide({trials.medians()});
+        probed = probed || d.probe;
+        trials.follow(d);
+        continue;
+      }
+      trials.record(step.choice == Choice::Cma            ? cma
+                    : step.choice == Choice::StagedCached ? 4e-3
+                                                          : 2e-3);
+    }
+    INFO("CMA " << cma << " s a call");
+    CHECK(probed == (cma < 2e-3 * PathTrials::kProbeMargin));
+    CHECK(calls - 1 == (probed ? PathTrials::kTuningCalls : PathTrials::kTrials + 1));
+  }
+}
+
 TEST_CASE("PathTrials chooses and holds staging with cached stores where they are fastest") {
   PathTrials trials;
   const PathTrials::Decision d =

@@ -91,6 +91,35 @@ TEST_CASE("the header names the parameters, every rank, and columns aligned with
   CHECK(b.find("# Blocking Enabled") != std::string::npos);
 }
 
+TEST_CASE("the header says when the timed calls can include weft's path trials") {
+  const auto note = [](const RunInfo& run) {
+    return formatHeader(run).find(
+               "# Path trials: ranks that are processes try ways of reaching "
+               "each other on the first 92 calls of a size") != std::string::npos;
+  };
+  RunInfo processes = sampleRun();
+  processes.threads = 1;  // two processes of one rank each, as under a launcher
+  CHECK(note(processes));
+  CHECK(formatHeader(processes).find("-w 92 leaves them out\n") != std::string::npos);
+  // Warm-up and verified calls together covering the trials: no note.
+  processes.options.warmupIters = 91;
+  CHECK_FALSE(note(processes));
+  processes.options.warmupIters = 90;
+  CHECK(note(processes));
+  processes.options.checkIters = 0;
+  processes.options.warmupIters = 92;
+  CHECK_FALSE(note(processes));
+  // Ranks as threads, one rank, and weftMemAlloc buffers do not try paths.
+  CHECK_FALSE(note(sampleRun()));
+  RunInfo one = sampleRun();
+  one.threads = one.nranks = 1;
+  CHECK_FALSE(note(one));
+  RunInfo registered = sampleRun();
+  registered.threads = 1;
+  registered.options.registered = true;
+  CHECK_FALSE(note(registered));
+}
+
 TEST_CASE("the footer: wrong values and the mean bus bandwidth of both modes") {
   const std::vector<Row> rows = {sampleRow(), sampleRow()};
   CHECK(averageBusBandwidth(rows) == Approx((12.74 + 15.93) / 2));
