@@ -160,10 +160,10 @@ void twoCommunicators(weftComm_t first, int rank, int n) {
 // Large allreduces whose first rank is in place are a trial class of their own
 // (algorithms/shm: kInPlaceClassBytes), which every rank takes from the first rank's buffers:
 // with only some ranks in place, they must still agree on every call's path. Enough calls for
-// the trials, the decision, the probes where two paths come close (algorithms/shm/
-// path_trials.hpp: 18 + 1 + 2 x 36 + 1 calls) and held calls with every rank out of place;
-// then with the first rank in place and the others not (a rank going by its own buffers would
-// start trials while the others hold), then the other way round.
+// the trials, the decision, the probes where two paths come close (at most
+// PathTrials::kTuningCalls, 92 calls, algorithms/shm/path_trials.hpp) and held calls with every
+// rank out of place; then with the first rank in place and the others not (a rank going by its
+// own buffers would start trials while the others hold), then the other way round.
 void mixedInPlaceLargeAllReduce(weftComm_t comm, int rank, int n) {
   constexpr uint64_t kCount = (1 << 20) / sizeof(float) + 3;
   constexpr int kCalls = 100;

@@ -28,6 +28,18 @@ PathTrials::Decision runTrials(PathTrials& trials, Collective c, uint64_t bytes,
   return trials.decide({trials.medians()});
 }
 
+// Runs both probes of the class that follows a probing decision, as one rank does: each call
+// must be a probe, `seconds(step)` is what it records; the call after them must decide.
+template <class Seconds>
+void runProbes(PathTrials& trials, Collective c, uint64_t bytes, const Seconds& seconds) {
+  for (int k = 0; k < 2 * PathTrials::kProbeCalls; ++k) {
+    const PathTrials::Step step = trials.step(c, bytes);
+    REQUIRE(step.stage == Stage::Probe);
+    trials.record(seconds(step));
+  }
+  REQUIRE(trials.step(c, bytes).stage == Stage::Decide);
+}
+
 }  // namespace
 
 TEST_CASE("PathTrials runs blocks of staged, cached, CMA, CMA, cached, staged calls") {
@@ -186,20 +198,21 @@ TEST_CASE("PathTrials probes a close runner-up after the winner, and decides fro
   CHECK(d.runnerUp == Choice::Cma);
   trials.follow(d);
   // The winner first, then the runner-up, kProbeCalls each; the later half of each counts.
-  for (int k = 0; k < 2 * PathTrials::kProbeCalls; ++k) {
-    const PathTrials::Step step = trials.step(Collective::AllReduce, 4 << 20);
-    REQUIRE(step.stage == Stage::Probe);
+  int k = 0;
+  runProbes(trials, Collective::AllReduce, 4 << 20, [&](const PathTrials::Step& step) {
     CHECK(step.trial == k);
     CHECK(step.choice == (k < PathTrials::kProbeCalls ? Choice::Staged : Choice::Cma));
     CHECK(weft::probeCounts(k) == (k % PathTrials::kProbeCalls >= PathTrials::kProbeCalls / 2));
     // Settled, CMA runs faster (1.5 and 1.6 ms, by turns: the lower median of the counted
     // half is 1.5, of all calls 1.6); its first calls (not counted) ran slower still.
-    if (step.choice == Choice::Staged)
-      trials.record(2e-3);
-    else
-      trials.record(!weft::probeCounts(k) ? 4e-3 : k % 2 ? 1.6e-3 : 1.5e-3);
-  }
-  REQUIRE(trials.step(Collective::AllReduce, 4 << 20).stage == Stage::Decide);
+    const double seconds = step.choice == Choice::Staged ? 2e-3
+                           : !weft::probeCounts(k)       ? 4e-3
+                           : k % 2                       ? 1.6e-3
+                                                         : 1.5e-3;
+    ++k;
+    return seconds;
+  });
+  CHECK(k == 2 * PathTrials::kProbeCalls);
   const PathTrials::Medians m = trials.medians();
   CHECK(m.staged == 2e-3);
   CHECK(m.cma == 1.5e-3);
@@ -224,11 +237,9 @@ TEST_CASE("PathTrials keeps the winner where the probes confirm it, and probes a
   CHECK(d.choice == Choice::StagedCached);
   CHECK(d.runnerUp == Choice::Cma);
   trials.follow(d);
-  for (int k = 0; k < 2 * PathTrials::kProbeCalls; ++k) {
-    const PathTrials::Step step = trials.step(Collective::AlltoAll, 1 << 20);
-    trials.record(step.choice == Choice::Cma ? 320e-6 : 280e-6);
-  }
-  REQUIRE(trials.step(Collective::AlltoAll, 1 << 20).stage == Stage::Decide);
+  runProbes(trials, Collective::AlltoAll, 1 << 20, [](const PathTrials::Step& step) {
+    return step.choice == Choice::Cma ? 320e-6 : 280e-6;
+  });
   // A rank whose CMA probe calls went another way (not recorded) rules CMA out.
   const PathTrials::Decision after = trials.decide({trials.medians(), {0, 0, 200e-6}});
   CHECK(after.choice == Choice::StagedCached);
