@@ -173,16 +173,16 @@ void ShmCollectives::allReduceInline(const NativeCall& call) {
     return;
   }
   // One source at a time, as allReduceLastArriver (whose folding took longer).
-  inlineAcc_.resize(bytes);
-  uint8_t* acc = inlineAcc_.data();
+  accumulator_.resize(bytes);
+  uint8_t* acc = accumulator_.data();
   call.reduce(acc, part(0), part(1), call.count);
   for (int q = 2; q < n(); ++q) call.reduce(acc, acc, part(q), call.count);
   std::memcpy(call.recvbuff, acc, bytes);
 }
 
 // Ranks that share cores: every rank stages its input and counts itself in; the last to arrive
-// reduces every slot into its own and says where the result is; the others, asleep on one
-// futex word, wake once and copy it. Each rank runs once per call, and the reduction is done
+// reduces every slot, in rank order, into its own and says where the result is; the others, asleep
+// on one futex word, wake once and copy it. Each rank runs once per call, and the reduction is done
 // once instead of by every rank.
 void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
   const uint32_t es = call.elemSize;
@@ -195,10 +195,17 @@ void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
       segment_.hostFlag(0).value.fetch_add(1, std::memory_order_acq_rel) + 1;
   int owner;
   if (arrived == calls * static_cast<uint32_t>(n())) {
+    // In rank order, as the other allreduces here, so the same inputs give the same bits
+    // whichever rank arrives last (starting from its own input, as this did, the bits of a
+    // float sum changed from call to call). The partial sums go into my slot from the step
+    // that reads my input there (the first, for ranks 0 and 1), into a private buffer before.
     // One source at a time, not reduceMany: these few KiB come from other cores' caches, and
     // the 1000-call 4 KiB loop took 1.04x (8 ranks) and 1.03x (4) the time folding them.
-    uint8_t* acc = slot(me(), s);
-    for (int k = 1; k < n(); ++k) call.reduce(acc, acc, slot((me() + k) % n(), s), call.count);
+    uint8_t* sum = slot(me(), s);
+    if (me() > 1) accumulator_.resize(call.count * es);
+    auto partial = [&](int q) { return q >= me() ? sum : accumulator_.data(); };
+    call.reduce(partial(1), slot(0, s), slot(1, s), call.count);
+    for (int q = 2; q < n(); ++q) call.reduce(partial(q), partial(q - 1), slot(q, s), call.count);
     owner = me();
     std::memcpy(result.payload, &owner, sizeof owner);
     result.publish(calls);

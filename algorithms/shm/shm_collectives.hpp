@@ -307,7 +307,7 @@ class ShmCollectives {
   std::array<bool, 2> slotReadLater_{true, true};
   const WaitContext* wait_ = nullptr;    // of the call running
   std::vector<uint8_t> landing_;         // cma: where peers' data lands before it is reduced
-  std::vector<uint8_t> inlineAcc_;       // allReduceInline on more than 2 ranks
+  std::vector<uint8_t> accumulator_;     // partial sums: allReduceInline, allReduceLastArriver
   std::vector<const void*> sources_;     // what one reduceMany folds, in order
   PeerMappings mappings_;                // peers' weftMemAlloc regions, mapped here
   // The regions every rank has said it mapped, at most this many.

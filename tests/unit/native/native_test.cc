@@ -1,7 +1,7 @@
 // The native shared-memory collectives with ranks as threads (weftCommInitAll): every
 // collective, datatype and operator for 1..8 ranks, in place and out of place, at counts {0, 1,
 // 2, 7, 37, 1023, 12289, 65537} (see kFullBlocksUpTo), buffers at aligned and odd element offsets,
-// against tests/support.
+// against tests/support; and that an allreduce's bits do not depend on which rank arrives last.
 // ctest runs this program once per WEFT_SHM_MODE (auto: ranks read each other's buffers in
 // place; staged; cma), once with buffers from weftMemAlloc, and once with WEFT_SHM_DISABLE=1:
 // the same sweep over schedules and the UCX transport (1..5 ranks, WEFT_TEST_QUICK).
@@ -9,8 +9,10 @@
 // (kOnePerSize): the paths move bytes alike for every type of a size, and every type's
 // reduction is checked by the reduce tests and the loopback sweeps.
 #include <catch2/catch.hpp>
-
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -125,8 +127,65 @@ std::vector<std::string> mixedInPlace(Collective coll, int n) {
   return all;
 }
 
-// Runs one of the above (sweep, mixedInPlace) on every rank count the sweep covers and reports
-// the first failures of each.
+// Float sums whose bits depend on the order of the additions: every rank's elements have all
+// 24 bits of mantissa, both signs, and span 40 binades. Each call has one rank arrive late (a 2 ms
+// sleep), a different one from call to call, and every rank's output of every call must have the
+// bits of rank 0's first: whichever rank arrives last, the same inputs give the same result. Sizes
+// for the small paths (inline, and the last arriver where ranks share cores, as on a 2-core machine
+// or under WEFT_SHM_CORES=1) and one beyond them.
+std::vector<std::string> arrivalOrder(Collective coll, int n) {
+  ThreadComms comms(n);
+  const uint64_t counts[] = {1, 1023, 4096, 65537};
+  const int calls = 2 * n;
+  // outputs[r][c][k]: rank r's output of call k at counts[c]
+  std::vector<std::vector<std::vector<std::vector<float>>>> outputs(n);
+  std::vector<std::string> errors(n);
+  onEveryRank(n, [&](int r) {
+    for (const uint64_t count : counts) {
+      std::vector<float> in(count);
+      for (uint64_t i = 0; i < count; ++i) {
+        const uint64_t h = (i * 0x9E3779B97F4A7C15ULL + r * 0xBF58476D1CE4E5B9ULL) >> 40;
+        const float mantissa = 1.0f + static_cast<float>(h & 0x7FFFFF) / (1 << 23);
+        const int exponent = static_cast<int>((5 * r + 3 * i) % 40) - 20;
+        in[i] = std::ldexp((h >> 23) & 1 ? -mantissa : mantissa, exponent);
+      }
+      auto& mine = outputs[r].emplace_back();
+      for (int k = 0; k < calls; ++k) {
+        if (k % n == r) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::vector<float>& out = mine.emplace_back(count);
+        if (weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, comms[r], nullptr) !=
+            weftSuccess) {
+          errors[r] = fmt::format("rank {}, {} of {} floats, call {}: {}", r, collectiveName(coll),
+                                  count, k, weftGetLastError(comms[r]));
+          return;
+        }
+      }
+    }
+  });
+  std::vector<std::string> all;
+  for (const std::string& e : errors)
+    if (!e.empty()) all.push_back(e);
+  if (!all.empty()) return all;
+  for (size_t c = 0; c < std::size(counts); ++c) {
+    const std::vector<float>& first = outputs[0][c][0];
+    for (int r = 0; r < n; ++r)
+      for (int k = 0; k < calls; ++k) {
+        const std::vector<float>& out = outputs[r][c][k];
+        uint64_t differ = 0, at = 0;
+        for (uint64_t i = 0; i < counts[c]; ++i)
+          if (std::memcmp(&out[i], &first[i], sizeof(float)) != 0 && differ++ == 0) at = i;
+        if (differ > 0)
+          all.push_back(fmt::format(
+              "rank {}, {} floats, call {} (rank {} late): {} elements differ from rank 0's "
+              "first call; first at {}: {} against {}",
+              r, counts[c], k, k % n, differ, at, out[at], first[at]));
+      }
+  }
+  return all;
+}
+
+// Runs one of the above (sweep, mixedInPlace, arrivalOrder) on every rank count the sweep covers
+// and reports the first failures of each.
 template <typename Run>
 void checkRanks(Collective coll, Run run) {
   for (int n = 1; n <= 8; ++n) {
@@ -156,6 +215,9 @@ TEST_CASE("collectives with some ranks in place") {
   checkRanks(Collective::AlltoAll, mixedInPlace);
   checkRanks(Collective::Broadcast, mixedInPlace);
   checkRanks(Collective::Scatter, mixedInPlace);
+}
+TEST_CASE("allreduce gives the same bits whichever rank arrives last") {
+  checkRanks(Collective::AllReduce, arrivalOrder);
 }
 TEST_CASE("gather and scatter") {
   check(Collective::Gather);
