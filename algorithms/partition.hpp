@@ -18,6 +18,13 @@ inline Range blockRange(uint64_t total, uint64_t parts, uint64_t b) {
   return {b * base + std::min(b, extra), base + (b < extra ? 1 : 0)};
 }
 
+// The block (of blockRange's) that element e < total lies in.
+inline uint64_t blockOf(uint64_t total, uint64_t parts, uint64_t e) {
+  const uint64_t base = total / parts, extra = total % parts;
+  const uint64_t longer = extra * (base + 1);  // elements in the blocks with one more
+  return e < longer ? e / (base + 1) : extra + (e - longer) / base;
+}
+
 // Number of pipeline chunks for blocks of up to `maxCount` elements of `elemSize` bytes, so
 // that a chunk is at most `chunkBytes` (and there is always at least one).
 inline uint64_t chunkCount(uint64_t maxCount, uint32_t elemSize, uint64_t chunkBytes) {

@@ -192,7 +192,7 @@ void reduceFp8(void* dst, const void* a, const void* b, size_t count) {
 //
 // fold<k>(dst, srcs, count): dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) op srcs[3][i],
 // for the first k sources, rounding after every operation as the binary kernels do. Every source
-// element is read before dst[i] is written, so dst == srcs[0] is safe.
+// element is read before dst[i] is written, so dst may be any of the k sources.
 
 // The first four sources as S*; those past kSources alias srcs[1] and are never read.
 template <class S, int kSources>
@@ -982,19 +982,28 @@ void reduceMany(void* dst, const void* const* srcs, int nsrcs, size_t count) {
     return;
   }
   const size_t tile = nsrcs <= 4 ? count : std::max<size_t>(1, kFoldTileBytes / es);
+  // dst may be a source past the first pass's four, which that pass overwrites before a later
+  // one reads it: each tile of it is copied aside first (tiles are kFoldTileBytes there).
+  int late = -1;
+  for (int k = 4; k < nsrcs; ++k)
+    if (srcs[k] == dst) late = k;
+  alignas(64) uint8_t aside[kFoldTileBytes];
   for (size_t at = 0; at < count; at += tile) {
     const size_t len = std::min(tile, count - at);
     auto* d = static_cast<uint8_t*>(dst) + at * es;
+    auto source = [&](int k) -> const void* {
+      return k == late ? aside : static_cast<const uint8_t*>(srcs[k]) + at * es;
+    };
+    if (late >= 0) std::memcpy(aside, d, len * es);
     // The first pass folds up to four sources into dst; each next one dst and up to three more.
     const void* group[4];
     int done = std::min(nsrcs, 4);
-    for (int k = 0; k < done; ++k) group[k] = static_cast<const uint8_t*>(srcs[k]) + at * es;
+    for (int k = 0; k < done; ++k) group[k] = source(k);
     kFolds.byCount[done](d, group, len);
     while (done < nsrcs) {
       const int more = std::min(nsrcs - done, 3);
       group[0] = d;
-      for (int k = 0; k < more; ++k)
-        group[1 + k] = static_cast<const uint8_t*>(srcs[done + k]) + at * es;
+      for (int k = 0; k < more; ++k) group[1 + k] = source(done + k);
       kFolds.byCount[1 + more](d, group, len);
       done += more;
     }

@@ -25,7 +25,9 @@ ReduceFn reduceKernel(weftDataType_t datatype, ReduceKind kind) noexcept;
 // same bits as chaining the ReduceFn left to right (reduced-precision types rounded after every
 // operation), in fewer passes over dst: each pass applies up to three operations, element by
 // element, so dst is written once per three sources instead of once per source. nsrcs >= 1 (1
-// copies); dst may be srcs[0], and no other overlap is allowed.
+// copies); dst may be one of the sources (any one: the order of the sources is the order of
+// the operations, so a caller that keeps rank order can reduce into its own input), and no
+// other overlap is allowed.
 using ReduceManyFn = void (*)(void* dst, const void* const* srcs, int nsrcs, size_t count);
 // nullptr for an invalid datatype.
 ReduceManyFn reduceManyKernel(weftDataType_t datatype, ReduceKind kind) noexcept;

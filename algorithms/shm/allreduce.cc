@@ -3,14 +3,15 @@
 //   the flag's line and the lines after it, and reduces every rank's in rank order;
 // - last arriver (small, ranks sharing cores): the last rank to stage its input reduces for all;
 // - one-shot (up to kOneShotReadBytes read per rank): every rank stages its input, then reduces
-//   all staged copies in rank order, so every rank computes the same bits;
+//   all staged copies, each element in the order peer read takes (forEachSliceOwner), so every
+//   rank and every path computes the same bits;
 // - staged (large, buffers peers cannot read): per cache-sized chunk, every rank stages its
 //   input; rank r reduces slice r of the chunk from every slot into its output and copies it
 //   into its own slot (the owner of a slice is the only one to compute it, so all ranks end
 //   with the same bits); then every rank copies the other slices into its output;
 // - direct one-shot (ranks read each other's buffers in place, every rank has a core, no rank
 //   in place, up to kDirectOneShotReadBytes read per rank): every rank reduces every rank's
-//   input straight into its output, in rank order;
+//   input straight into its output, in the same order;
 // - peer read (large, direct or CMA): rank r reduces slice r of the whole buffer straight from
 //   the peers' inputs into its output and, piece by piece while it is in cache, writes it into
 //   every peer's output: every rank reads N and writes N bytes, in one phase. Through CMA, the
@@ -91,13 +92,12 @@ void ShmCollectives::allReduceOneShot(const NativeCall& call) {
     const int s = claimSlot();
     std::memcpy(slot(me(), s), in + at * es, len * es);
     arrive();
-    const uint32_t ready = phase_;
-    sources_.clear();
-    for (int q = 0; q < n(); ++q) {
-      waitPeer(q, ready);
-      sources_.push_back(slot(q, s));
-    }
-    call.reduceMany(out + at * es, sources_.data(), n(), len);
+    waitAll(phase_);
+    forEachSliceOwner(call.count, at, len, [&](int r, uint64_t from, uint64_t part) {
+      sources_.clear();
+      for (int k = 0; k < n(); ++k) sources_.push_back(slot((r + k) % n(), s) + (from - at) * es);
+      call.reduceMany(out + from * es, sources_.data(), n(), part);
+    });
     arrive();
     releaseSlot(s);
   }
@@ -111,8 +111,10 @@ void ShmCollectives::allReduceDirectOneShot(const NativeCall& call) {
   const uint64_t piece = std::max<uint64_t>(1, segment_.geometry().slotBytes / es);
   auto* out = static_cast<uint8_t*>(call.recvbuff);
   for (uint64_t at = 0; at < call.count; at += piece) {
-    const uint64_t len = std::min(piece, call.count - at);
-    reduceInputs(call, out + at * es, 0, at * es, len);
+    forEachSliceOwner(call.count, at, std::min(piece, call.count - at),
+                      [&](int r, uint64_t from, uint64_t part) {
+                        reduceInputs(call, out + from * es, r, from * es, part);
+                      });
   }
   // Nobody may leave (and let its caller reuse its input) while a peer still reads it.
   arrive();
@@ -247,8 +249,9 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     }
     arrive();
     const uint32_t ready = phase_;
-    // My slice: my input plus every peer's staged copy, reduced straight into my output (in
-    // place too: the kernels allow the output to be the first input), then copied into my own
+    // My slice: my input and every peer's staged copy, each range in its slice owner's order
+    // (forEachSliceOwner), reduced straight into my output (in place too: the kernels allow the
+    // output to be one of the inputs), then copied into my own
     // slot, which the peers read next. Reducing into the slot took twice as long: its lines
     // were last read by the peers, and every store of the reduction waited for them to be
     // given up. The copy streams past the cache, unless the trials found cached stores faster
@@ -256,14 +259,16 @@ void ShmCollectives::allReduceStaged(const NativeCall& call) {
     // memory.
     const Range mine = blockRange(len, n(), me());
     uint8_t* result = out + (at + mine.offset) * es;
-    const uint8_t* own = in + (at + mine.offset) * es;
-    sources_.assign(1, own);
-    for (int k = 1; k < n(); ++k) {
-      const int q = (me() + k) % n();
-      waitPeer(q, ready);
-      sources_.push_back(slot(q, s) + mine.offset * es);
-    }
-    call.reduceMany(result, sources_.data(), n(), mine.count);
+    for (int k = 1; k < n(); ++k) waitPeer((me() + k) % n(), ready);
+    forEachSliceOwner(
+        call.count, at + mine.offset, mine.count, [&](int r, uint64_t from, uint64_t part) {
+          sources_.clear();
+          for (int k = 0; k < n(); ++k) {
+            const int q = (r + k) % n();
+            sources_.push_back(q == me() ? in + from * es : slot(q, s) + (from - at) * es);
+          }
+          call.reduceMany(out + from * es, sources_.data(), n(), part);
+        });
     if (cachedStores)
       std::memcpy(staging + mine.offset * es, result, mine.count * es);
     else

@@ -94,10 +94,9 @@ void ShmCollectives::reduce(const NativeCall& call) {
     const uint32_t ready = phase_;
     const Range mine = blockRange(len, n(), me());
     uint8_t* acc = slot(me(), s) + mine.offset * es;
-    sources_.assign(1, acc);
+    sources_.clear();  // in rank order, as reduceDirect (mine too: the kernels allow that)
     for (int q = 0; q < n(); ++q) {
-      if (q == me()) continue;
-      waitPeer(q, ready);
+      if (q != me()) waitPeer(q, ready);
       sources_.push_back(slot(q, s) + mine.offset * es);
     }
     call.reduceMany(acc, sources_.data(), n(), mine.count);
@@ -118,8 +117,8 @@ void ShmCollectives::reduce(const NativeCall& call) {
 
 // Rank r reduces slice r of every input into the root's output, a slot-sized piece at a time
 // (the partial sums stay in cache), then waits until no peer reads its input or writes the
-// root's output any more. The root's input comes first, so that a root in place reduces into
-// its first source (the kernels allow that, and no other overlap); only rank r touches slice r.
+// root's output any more. In rank order, as the staged reduce: a root in place reduces into
+// its own input (the kernels allow that, and no other overlap); only rank r touches slice r.
 // weftMemAlloc buffers, 5 alternating weft-perf runs against the staged reduce (98e7d31),
 // medians: 4 ranks on the 2 cores 0.85x the time at 32 KiB, 0.44 at 128 KiB, 0.43 at 512 KiB;
 // 2 ranks 1.5-1.7 us at 64 KiB, 4.0-4.9 at 256 KiB, 18-20 at 1 MiB, where staging took 8.5-11,
@@ -132,7 +131,7 @@ void ShmCollectives::reduceDirect(const NativeCall& call) {
   for (uint64_t at = 0; at < mine.count; at += piece) {
     const uint64_t len = std::min(piece, mine.count - at);
     const uint64_t offset = (mine.offset + at) * es;
-    reduceInputs(call, peerOutput(call.root, offset), call.root, offset, len);
+    reduceInputs(call, peerOutput(call.root, offset), 0, offset, len);
   }
   arrive();
   waitAll(phase_);

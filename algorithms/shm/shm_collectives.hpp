@@ -15,6 +15,7 @@
 // Small allreduces are one-shot: every rank reduces every rank's staged copy.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/partition.hpp"
 #include "algorithms/reduce/reduce.hpp"
 #include "algorithms/schedule.hpp"
 #include "algorithms/shm/path_trials.hpp"
@@ -246,8 +248,31 @@ class ShmCollectives {
   uint8_t* peerOutput(int q, uint64_t offset) const { return peerRecv_[q] + offset; }
   // Direct path only: folds `len` elements of every rank's input at `offset` into `dst`, in one
   // pass per three inputs: rank `first`'s input first, then the ranks after it in turn (`dst`
-  // may be rank first's input, in place; no other overlap).
+  // may be one of the inputs, in place; no other overlap).
   void reduceInputs(const NativeCall& call, void* dst, int first, uint64_t offset, uint64_t len);
+  // The order of a reduction does not depend on the path, so that the same inputs give the
+  // same bits whichever path the trials, the measured CMA cost or the arrivals choose:
+  // - allreduce up to kInlineBytes (inline, last arriver): rank order;
+  // - larger allreduce: element e from the rank whose slice of the whole buffer holds it
+  //   (blockRange(count, n, r)), then the ranks after it in turn. That is peer read's order:
+  //   rank r reduces its slice reading its peers from the next one on, so no two ranks read the
+  //   same peer at once (through CMA, every rank reading rank 0 first took 1.09x the time at 4
+  //   MiB on 4 ranks). The one-shot and staged paths, which cut the buffer otherwise, reduce
+  //   each range of elements (forEachSliceOwner) in the order of its owner;
+  // - reduce-scatter: block b from rank b's input, then the ranks after it;
+  // - reduce: rank order.
+  // forEachSliceOwner calls fold(r, from, len) for the elements [at, at + len) of a buffer of
+  // `count`, cut where the owner r of the slice changes.
+  template <class Fold>
+  void forEachSliceOwner(uint64_t count, uint64_t at, uint64_t len, const Fold& fold) const {
+    for (const uint64_t end = at + len; at < end;) {
+      const int r = static_cast<int>(blockOf(count, n(), at));
+      const Range slice = blockRange(count, n(), r);
+      const uint64_t stop = std::min(end, slice.offset + slice.count);
+      fold(r, at, stop - at);
+      at = stop;
+    }
+  }
 
   void allReduce(const NativeCall& call);
   void allReduceOneShot(const NativeCall& call);

@@ -1,7 +1,7 @@
 // The native shared-memory collectives with ranks as threads (weftCommInitAll): every
 // collective, datatype and operator for 1..8 ranks, in place and out of place, at counts {0, 1,
 // 2, 7, 37, 1023, 12289, 65537} (see kFullBlocksUpTo), buffers at aligned and odd element offsets,
-// against tests/support; and that an allreduce's bits do not depend on which rank arrives last.
+// against tests/support; and that every path folds a reduction in the same order.
 // ctest runs this program once per WEFT_SHM_MODE (auto: ranks read each other's buffers in
 // place; staged; cma), once with buffers from weftMemAlloc, and once with WEFT_SHM_DISABLE=1:
 // the same sweep over schedules and the UCX transport (1..5 ranks, WEFT_TEST_QUICK).
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/shm/shm_collectives.hpp"
 #include "support/issue.hpp"
 #include "support/quick.hpp"
 #include "unit/api/api_support.hpp"
@@ -128,37 +129,74 @@ std::vector<std::string> mixedInPlace(Collective coll, int n) {
 }
 
 // Float sums whose bits depend on the order of the additions: every rank's elements have all
-// 24 bits of mantissa, both signs, and span 40 binades. Each call has one rank arrive late (a 2 ms
-// sleep), a different one from call to call, and every rank's output of every call must have the
-// bits of rank 0's first: whichever rank arrives last, the same inputs give the same result. Sizes
-// for the small paths (inline, and the last arriver where ranks share cores, as on a 2-core machine
-// or under WEFT_SHM_CORES=1) and one beyond them.
-std::vector<std::string> arrivalOrder(Collective coll, int n) {
+// 24 bits of mantissa, both signs, and span 40 binades. Each call has one rank arrive late (a
+// 2 ms sleep), a different one from call to call; the first n calls run out of place, the next n
+// in place. The shared-memory paths must give the bits of the plain fold in their order
+// (firstInFold), on every call, whichever path they take (one program per WEFT_SHM_MODE and slot
+// size: ctest) and whichever rank arrives last; the schedules of WEFT_SHM_DISABLE=1 the same bits
+// on every call and rank. Sizes for the small paths (inline, and the last arriver where ranks
+// share cores, as on a 2-core machine or under WEFT_SHM_CORES=1), the one-shot ones (5000
+// floats, where ranks have a core each: WEFT_SHM_CORES=8) and the large ones.
+float orderedInput(int r, uint64_t i) {
+  const uint64_t h = (i * 0x9E3779B97F4A7C15ULL + r * 0xBF58476D1CE4E5B9ULL) >> 40;
+  const float mantissa = 1.0f + static_cast<float>(h & 0x7FFFFF) / (1 << 23);
+  const int exponent = static_cast<int>((5 * r + 3 * i) % 40) - 20;
+  return std::ldexp((h >> 23) & 1 ? -mantissa : mantissa, exponent);
+}
+
+// The rank whose input comes first in element i's fold (shm_collectives.hpp, reduceInputs):
+// allreduce up to ShmCollectives::kInlineBytes and reduce in rank order; a larger allreduce
+// from the rank whose slice of the buffer holds i (slices as NCCL's blocks: the first
+// count % n have one element more); reduce-scatter from the rank whose block it is.
+int firstInFold(Collective coll, int n, int r, uint64_t count, uint64_t i) {
+  if (coll == Collective::ReduceScatter) return r;
+  if (coll == Collective::Reduce || count * sizeof(float) <= ShmCollectives::kInlineBytes) return 0;
+  uint64_t end = 0;
+  for (int q = 0; q < n; ++q) {
+    end += count / n + (static_cast<uint64_t>(q) < count % n ? 1 : 0);
+    if (i < end) return q;
+  }
+  return n - 1;
+}
+
+std::vector<std::string> foldOrder(Collective coll, int n) {
   ThreadComms comms(n);
-  const uint64_t counts[] = {1, 1023, 4096, 65537};
+  const bool schedules = std::getenv("WEFT_SHM_DISABLE") != nullptr;
+  const int root = n - 1;  // reduce: not rank 0, whose input comes first
+  const uint64_t counts[] = {1, 1023, 4096, 5000, 65537};
   const int calls = 2 * n;
-  // outputs[r][c][k]: rank r's output of call k at counts[c]
+  // outputs[r][c][k]: rank r's output of call k at counts[c] (reduce: the root's only)
   std::vector<std::vector<std::vector<std::vector<float>>>> outputs(n);
   std::vector<std::string> errors(n);
+  auto inputCount = [&](uint64_t count) {
+    return coll == Collective::ReduceScatter ? count * n : count;
+  };
   onEveryRank(n, [&](int r) {
     for (const uint64_t count : counts) {
-      std::vector<float> in(count);
-      for (uint64_t i = 0; i < count; ++i) {
-        const uint64_t h = (i * 0x9E3779B97F4A7C15ULL + r * 0xBF58476D1CE4E5B9ULL) >> 40;
-        const float mantissa = 1.0f + static_cast<float>(h & 0x7FFFFF) / (1 << 23);
-        const int exponent = static_cast<int>((5 * r + 3 * i) % 40) - 20;
-        in[i] = std::ldexp((h >> 23) & 1 ? -mantissa : mantissa, exponent);
-      }
+      std::vector<float> in(inputCount(count));
+      for (uint64_t i = 0; i < in.size(); ++i) in[i] = orderedInput(r, i);
       auto& mine = outputs[r].emplace_back();
       for (int k = 0; k < calls; ++k) {
+        const bool inPlace = k >= n;
         if (k % n == r) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        std::vector<float>& out = mine.emplace_back(count);
-        if (weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, comms[r], nullptr) !=
-            weftSuccess) {
+        std::vector<float> buffer = in;  // in place: input and output
+        std::vector<float> out(inPlace ? 0 : count);
+        const float* send = buffer.data();
+        float* recv = inPlace ? buffer.data() + (coll == Collective::ReduceScatter ? r * count : 0)
+                              : out.data();
+        weftResult_t result = weftSuccess;
+        if (coll == Collective::AllReduce)
+          result = weftAllReduce(send, recv, count, weftFloat32, weftSum, comms[r], nullptr);
+        else if (coll == Collective::ReduceScatter)
+          result = weftReduceScatter(send, recv, count, weftFloat32, weftSum, comms[r], nullptr);
+        else
+          result = weftReduce(send, recv, count, weftFloat32, weftSum, root, comms[r], nullptr);
+        if (result != weftSuccess) {
           errors[r] = fmt::format("rank {}, {} of {} floats, call {}: {}", r, collectiveName(coll),
                                   count, k, weftGetLastError(comms[r]));
           return;
         }
+        mine.emplace_back(recv, recv + count);
       }
     }
   });
@@ -167,24 +205,38 @@ std::vector<std::string> arrivalOrder(Collective coll, int n) {
     if (!e.empty()) all.push_back(e);
   if (!all.empty()) return all;
   for (size_t c = 0; c < std::size(counts); ++c) {
-    const std::vector<float>& first = outputs[0][c][0];
-    for (int r = 0; r < n; ++r)
+    const uint64_t count = counts[c];
+    for (int r = 0; r < n; ++r) {
+      if (coll == Collective::Reduce && r != root) continue;
+      // The plain fold in its order (from rank `first`, then the ranks after it); under the
+      // schedules, this rank's first output.
+      std::vector<float> want(count);
+      const uint64_t block = coll == Collective::ReduceScatter ? r * count : 0;
+      for (uint64_t i = 0; i < count; ++i) {
+        const int first = firstInFold(coll, n, r, count, i);
+        want[i] = orderedInput(first, block + i);
+        for (int k = 1; k < n; ++k) want[i] = want[i] + orderedInput((first + k) % n, block + i);
+      }
+      if (schedules) want = outputs[r][c][0];
       for (int k = 0; k < calls; ++k) {
         const std::vector<float>& out = outputs[r][c][k];
         uint64_t differ = 0, at = 0;
-        for (uint64_t i = 0; i < counts[c]; ++i)
-          if (std::memcmp(&out[i], &first[i], sizeof(float)) != 0 && differ++ == 0) at = i;
+        for (uint64_t i = 0; i < count; ++i)
+          if (std::memcmp(&out[i], &want[i], sizeof(float)) != 0 && differ++ == 0) at = i;
         if (differ > 0)
           all.push_back(fmt::format(
-              "rank {}, {} floats, call {} (rank {} late): {} elements differ from rank 0's "
-              "first call; first at {}: {} against {}",
-              r, counts[c], k, k % n, differ, at, out[at], first[at]));
+              "rank {}, {} floats, call {} ({}, rank {} late): {} elements differ from {}; "
+              "first at {}: {} against {}",
+              r, count, k, k >= n ? "in place" : "out of place", k % n, differ,
+              schedules ? "this rank's first call" : "the fold in its order", at, out[at],
+              want[at]));
       }
+    }
   }
   return all;
 }
 
-// Runs one of the above (sweep, mixedInPlace, arrivalOrder) on every rank count the sweep covers
+// Runs one of the above (sweep, mixedInPlace, foldOrder) on every rank count the sweep covers
 // and reports the first failures of each.
 template <typename Run>
 void checkRanks(Collective coll, Run run) {
@@ -216,8 +268,10 @@ TEST_CASE("collectives with some ranks in place") {
   checkRanks(Collective::Broadcast, mixedInPlace);
   checkRanks(Collective::Scatter, mixedInPlace);
 }
-TEST_CASE("allreduce gives the same bits whichever rank arrives last") {
-  checkRanks(Collective::AllReduce, arrivalOrder);
+TEST_CASE("reductions fold in one order whatever the path and whichever rank arrives last") {
+  checkRanks(Collective::AllReduce, foldOrder);
+  checkRanks(Collective::ReduceScatter, foldOrder);
+  checkRanks(Collective::Reduce, foldOrder);
 }
 TEST_CASE("gather and scatter") {
   check(Collective::Gather);

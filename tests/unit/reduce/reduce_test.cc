@@ -361,10 +361,10 @@ TEST_CASE(
 }
 
 // reduceManyKernel over `sources` inputs of n elements, `offset` into their buffers, into dst ==
-// the first source or a buffer of its own; every output element against the plain reference
-// folded left to right, and nothing outside the output range written.
+// source `into` or (into < 0) a buffer of its own; every output element against the plain
+// reference folded left to right, and nothing outside the output range written.
 template <class Ty>
-void checkManyCall(ReduceKind k, int sources, size_t n, bool intoFirst, size_t offset, Rng& rng,
+void checkManyCall(ReduceKind k, int sources, size_t n, int into, size_t offset, Rng& rng,
                    Mismatches& bad) {
   using S = typename Ty::Storage;
   const size_t total = offset + n + kGuard;
@@ -375,16 +375,17 @@ void checkManyCall(ReduceKind k, int sources, size_t n, bool intoFirst, size_t o
   const std::vector<S> out0 = out;
   std::vector<const void*> srcs;
   for (auto& v : in) srcs.push_back(v.data() + offset);
-  S* dst = intoFirst ? in[0].data() + offset : out.data() + offset;
+  S* dst = into >= 0 ? in[into].data() + offset : out.data() + offset;
 
   ReduceManyFn fn = reduceManyKernel(Ty::kType, k);
   REQUIRE(fn != nullptr);
   fn(dst, srcs.data(), sources, n);
 
-  const std::string where = std::string(datatypeName(Ty::kType)) + " " + kindName(k) + " " +
-                            std::to_string(sources) + " sources n=" + std::to_string(n) +
-                            (intoFirst ? " into the first" : " out of place") +
-                            " offset=" + std::to_string(offset);
+  const std::string where =
+      std::string(datatypeName(Ty::kType)) + " " + kindName(k) + " " + std::to_string(sources) +
+      " sources n=" + std::to_string(n) +
+      (into >= 0 ? " into source " + std::to_string(into) : std::string(" out of place")) +
+      " offset=" + std::to_string(offset);
   for (size_t i = 0; i < n; ++i) {
     S want = in0[0][offset + i];
     for (int j = 1; j < sources; ++j) want = Ty::reference(k, want, in0[j][offset + i]);
@@ -396,7 +397,7 @@ void checkManyCall(ReduceKind k, int sources, size_t n, bool intoFirst, size_t o
   for (int j = -1; j < sources; ++j) {
     const std::vector<S>& now = j < 0 ? out : in[j];
     const std::vector<S>& before = j < 0 ? out0 : in0[j];
-    const bool written = intoFirst ? j == 0 : j < 0;
+    const bool written = j == into;
     for (size_t i = 0; i < total; ++i) {
       const bool inRange = written && i >= offset && i < offset + n;
       if (!inRange && std::memcmp(&now[i], &before[i], sizeof(S)) != 0)
@@ -407,7 +408,7 @@ void checkManyCall(ReduceKind k, int sources, size_t n, bool intoFirst, size_t o
 
 TEST_CASE(
     "every datatype x op reduceManyKernel folds 1 to 9 sources left to right as the plain "
-    "reference does, past its tile size, into the first source or out of place, aligned or not") {
+    "reference does, past its tile size, into any source or out of place, aligned or not") {
   Rng rng(20261203);
   forEveryType([&](auto type) {
     using Ty = decltype(type);
@@ -416,9 +417,10 @@ TEST_CASE(
       for (int sources = 1; sources <= 9; ++sources) {
         // 9001 elements: more than one 8 KiB tile of even 1-byte types.
         for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}, size_t{9001}}) {
-          for (bool intoFirst : {false, true}) {
-            for (size_t offset : {0, 1})
-              checkManyCall<Ty>(k, sources, n, intoFirst, offset, rng, bad);
+          // Out of place; into the first source, a middle one (in the first pass's four, or
+          // past them from 7 sources on) and the last.
+          for (int into : {-1, 0, sources / 2 + sources / 7, sources - 1}) {
+            for (size_t offset : {0, 1}) checkManyCall<Ty>(k, sources, n, into, offset, rng, bad);
           }
         }
       }
