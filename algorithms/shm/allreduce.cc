@@ -183,9 +183,9 @@ void ShmCollectives::allReduceInline(const NativeCall& call) {
 }
 
 // Ranks that share cores: every rank stages its input and counts itself in; the last to arrive
-// reduces every slot, in rank order, into its own and says where the result is; the others, asleep
-// on one futex word, wake once and copy it. Each rank runs once per call, and the reduction is done
-// once instead of by every rank.
+// reduces every slot, in rank order, into its own and says where the result is; the others,
+// asleep on one futex word, wake once and copy it. Each rank runs once per call, and the
+// reduction is done once instead of by every rank.
 void ShmCollectives::allReduceLastArriver(const NativeCall& call) {
   const uint32_t es = call.elemSize;
   const int s = claimSlot();
