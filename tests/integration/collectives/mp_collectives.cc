@@ -8,11 +8,13 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "include/weft.h"
+#include "support/fold_order.hpp"
 #include "support/issue.hpp"
 #include "support/launched.hpp"
 #include "support/quick.hpp"
@@ -164,15 +166,23 @@ void twoCommunicators(weftComm_t first, int rank, int n) {
 // PathTrials::kTuningCalls, 92 calls, algorithms/shm/path_trials.hpp) and held calls with every
 // rank out of place; then with the first rank in place and the others not (a rank going by its
 // own buffers would start trials while the others hold), then the other way round.
+// The trials run every path in turn (staged, CMA, staged with cached stores), so on shared memory
+// the inputs are ones whose float sums differ in every order but one (support/fold_order.hpp),
+// and every call's result must have the bits of that fold: the path chosen must not show.
+// The schedules (WEFT_SHM_DISABLE=1) fold in their own order: small integers there.
 void mixedInPlaceLargeAllReduce(weftComm_t comm, int rank, int n) {
   constexpr uint64_t kCount = (1 << 20) / sizeof(float) + 3;
   constexpr int kCalls = 100;
+  const bool schedules = std::getenv("WEFT_SHM_DISABLE") != nullptr;
+  auto input = [&](int r, uint64_t e, int call) {
+    return schedules ? float(r + 1 + (e + call) % 7) : orderedInput(r, e + call);
+  };
   std::vector<float> in(kCount), out(kCount);
   enum class InPlace { None, First, Others };
   for (InPlace round : {InPlace::None, InPlace::First, InPlace::Others}) {
     const bool inPlace = round != InPlace::None && (rank == 0) == (round == InPlace::First);
     for (int call = 0; call < kCalls; ++call) {
-      for (uint64_t e = 0; e < kCount; ++e) in[e] = float(rank + 1 + (e + call) % 7);
+      for (uint64_t e = 0; e < kCount; ++e) in[e] = input(rank, e, call);
       float* dst = inPlace ? in.data() : out.data();
       const std::string what = fmt::format("large allreduce, {}in place, round {}, call {}",
                                            inPlace ? "" : "not ", static_cast<int>(round), call);
@@ -180,8 +190,11 @@ void mixedInPlaceLargeAllReduce(weftComm_t comm, int rank, int n) {
               rank, what))
         return;
       for (uint64_t e = 0; e < kCount; ++e) {
-        const float want = float(n * (n + 1) / 2 + n * ((e + call) % 7));
-        if (dst[e] != want) {
+        const float want = schedules
+                               ? float(n * (n + 1) / 2 + n * ((e + call) % 7))
+                               : foldedSum(Collective::AllReduce, n, rank, kCount, e,
+                                           [&](int q, uint64_t j) { return input(q, j, call); });
+        if (std::memcmp(&dst[e], &want, sizeof want) != 0) {
           report(rank, fmt::format("{}: element {} is {}, expected {}", what, e, dst[e], want));
           return;
         }

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/shm/shm_collectives.hpp"
+#include "support/fold_order.hpp"
 #include "support/issue.hpp"
 #include "support/quick.hpp"
 #include "unit/api/api_support.hpp"
@@ -132,33 +132,11 @@ std::vector<std::string> mixedInPlace(Collective coll, int n) {
 // 24 bits of mantissa, both signs, and span 40 binades. Each call has one rank arrive late (a
 // 2 ms sleep), a different one from call to call; the first n calls run out of place, the next n
 // in place. The shared-memory paths must give the bits of the plain fold in their order
-// (firstInFold), on every call, whichever path they take (one program per WEFT_SHM_MODE and slot
-// size: ctest) and whichever rank arrives last; the schedules of WEFT_SHM_DISABLE=1 the same bits
-// on every call and rank. Sizes for the small paths (inline, and the last arriver where ranks
-// share cores, as on a 2-core machine or under WEFT_SHM_CORES=1), the one-shot ones (5000
+// (support/fold_order.hpp), on every call, whichever path they take (one program per WEFT_SHM_MODE
+// and slot size: ctest) and whichever rank arrives last; the schedules of WEFT_SHM_DISABLE=1 the
+// same bits on every call and rank. Sizes for the small paths (inline, and the last arriver where
+// ranks share cores, as on a 2-core machine or under WEFT_SHM_CORES=1), the one-shot ones (5000
 // floats, where ranks have a core each: WEFT_SHM_CORES=8) and the large ones.
-float orderedInput(int r, uint64_t i) {
-  const uint64_t h = (i * 0x9E3779B97F4A7C15ULL + r * 0xBF58476D1CE4E5B9ULL) >> 40;
-  const float mantissa = 1.0f + static_cast<float>(h & 0x7FFFFF) / (1 << 23);
-  const int exponent = static_cast<int>((5 * r + 3 * i) % 40) - 20;
-  return std::ldexp((h >> 23) & 1 ? -mantissa : mantissa, exponent);
-}
-
-// The rank whose input comes first in element i's fold (shm_collectives.hpp, reduceInputs):
-// allreduce up to ShmCollectives::kInlineBytes and reduce in rank order; a larger allreduce
-// from the rank whose slice of the buffer holds i (slices as NCCL's blocks: the first
-// count % n have one element more); reduce-scatter from the rank whose block it is.
-int firstInFold(Collective coll, int n, int r, uint64_t count, uint64_t i) {
-  if (coll == Collective::ReduceScatter) return r;
-  if (coll == Collective::Reduce || count * sizeof(float) <= ShmCollectives::kInlineBytes) return 0;
-  uint64_t end = 0;
-  for (int q = 0; q < n; ++q) {
-    end += count / n + (static_cast<uint64_t>(q) < count % n ? 1 : 0);
-    if (i < end) return q;
-  }
-  return n - 1;
-}
-
 std::vector<std::string> foldOrder(Collective coll, int n) {
   ThreadComms comms(n);
   const bool schedules = std::getenv("WEFT_SHM_DISABLE") != nullptr;
@@ -208,15 +186,9 @@ std::vector<std::string> foldOrder(Collective coll, int n) {
     const uint64_t count = counts[c];
     for (int r = 0; r < n; ++r) {
       if (coll == Collective::Reduce && r != root) continue;
-      // The plain fold in its order (from rank `first`, then the ranks after it); under the
-      // schedules, this rank's first output.
+      // The plain fold in its order; under the schedules, this rank's first output.
       std::vector<float> want(count);
-      const uint64_t block = coll == Collective::ReduceScatter ? r * count : 0;
-      for (uint64_t i = 0; i < count; ++i) {
-        const int first = firstInFold(coll, n, r, count, i);
-        want[i] = orderedInput(first, block + i);
-        for (int k = 1; k < n; ++k) want[i] = want[i] + orderedInput((first + k) % n, block + i);
-      }
+      for (uint64_t i = 0; i < count; ++i) want[i] = foldedSum(coll, n, r, count, i, orderedInput);
       if (schedules) want = outputs[r][c][0];
       for (int k = 0; k < calls; ++k) {
         const std::vector<float>& out = outputs[r][c][k];
