@@ -3,7 +3,8 @@
 // processes start to read each other through CMA instead of going one-shot), one rank per process
 // under weftrun, over the real transport; plus rings of sends and receives in a group, a second
 // communicator used alongside the first, operations on a host stream, and large allreduces with
-// only some ranks in place. Exits non-zero, naming every failure, if anything is wrong.
+// only some ranks in place, bit for bit against weft's fold order through every path the trials
+// take. Exits non-zero, naming every failure, if anything is wrong.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
