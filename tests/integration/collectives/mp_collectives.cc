@@ -167,14 +167,17 @@ void twoCommunicators(weftComm_t first, int rank, int n) {
 // PathTrials::kTuningCalls, 92 calls, algorithms/shm/path_trials.hpp) and held calls with every
 // rank out of place; then with the first rank in place and the others not (a rank going by its
 // own buffers would start trials while the others hold), then the other way round.
-// The trials run every path in turn (staged, CMA, staged with cached stores), so on shared memory
-// the inputs are ones whose float sums differ in every order but one (support/fold_order.hpp),
-// and every call's result must have the bits of that fold: the path chosen must not show.
-// The schedules (WEFT_SHM_DISABLE=1) fold in their own order: small integers there.
+// The trials run every path in turn (staged, CMA, staged with cached stores). Where the ranks
+// run the shared-memory collectives on one host (WEFT_TEST_FOLD_ORDER=1, which the mp(shm*)
+// runs set) the inputs are ones whose float sums differ in every order but one
+// (support/fold_order.hpp), and every call's result must have the bits of that fold: the path
+// chosen must not show. Schedules (WEFT_SHM_DISABLE=1, WEFT_ALGO, several hosts) fold in their
+// own orders: small integers there, exact in any order.
 void mixedInPlaceLargeAllReduce(weftComm_t comm, int rank, int n) {
   constexpr uint64_t kCount = (1 << 20) / sizeof(float) + 3;
   constexpr int kCalls = 100;
-  const bool schedules = std::getenv("WEFT_SHM_DISABLE") != nullptr;
+  const char* foldOrder = std::getenv("WEFT_TEST_FOLD_ORDER");
+  const bool schedules = !(foldOrder && std::string(foldOrder) == "1");
   auto input = [&](int r, uint64_t e, int call) {
     return schedules ? float(r + 1 + (e + call) % 7) : orderedInput(r, e + call);
   };
