@@ -45,7 +45,8 @@ float foldedSum(Collective coll, int n, int r, uint64_t count, uint64_t i, const
   const uint64_t j = coll == Collective::ReduceScatter ? r * count + i : i;
   const int first = firstInFold(coll, n, r, count, i);
   float sum = input(first, j);
-  for (int k = 1; k < n; ++k) sum = sum + input((first + k) % n, j);
+  for (int q = first + 1; q < n; ++q) sum = sum + input(q, j);
+  for (int q = 0; q < first; ++q) sum = sum + input(q, j);
   return sum;
 }
 
