@@ -14,10 +14,10 @@
 #     streams, abort from another thread, split and shrink, WEFT_CHECK; their ranks talk over
 #     UCX there, not shared memory (why: above that step).
 # CI's budget (20 minutes for the whole test command on 2 cores) sets what CI runs here. At
-# 1bfe895, from a clean clone on 2 cores, this stage took 618 s (ASan+UBSan build 248 s, tests
-# 263 s, fuzzers 46 s, TSan build 53 s and tests 8 s) after 646 s of install, Release build and
-# tests: the whole command, 21 min, is still over the budget. `--all` also runs every test the
-# list below leaves out: roughly 15-25 minutes more.
+# 5dcb25c, from a clean clone on the 2-core Intel Xeon build machine, this stage took 534 s
+# (ASan+UBSan build 187 s, tests 296 s, fuzzers 11 s, TSan build 34 s and tests 6 s) after 613 s
+# of Release build and tests: the whole command, 19 min, is just within the budget. `--all`
+# also runs every test the list below leaves out: roughly 15-25 minutes more.
 # Warnings are the normal build's job (-DWEFT_WERROR=OFF here).
 # UCX's memory hooks do not mix with sanitizers: they are switched off (UCX_MEM_*), which only
 # costs UCX a registration cache weft does not use.
