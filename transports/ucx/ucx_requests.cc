@@ -113,10 +113,10 @@ void UcxWorker::unlink(PendingOp* op) {
 }
 
 // UCX on this rank may owe the peer a message after the request completes (flush()). Only
-// shared-memory endpoints are flushed: see flush().
+// shared-memory endpoints are flushed (Peer::flushOnReturn): see flush().
 void UcxWorker::touch(int peer) {
   Peer& p = peers_[peer];
-  if (p.touched || peer == rank_ || !p.sameHost || p.ucxErrorHandling) return;
+  if (p.touched || !p.flushOnReturn) return;
   p.touched = true;
   touched_.push_back(peer);
 }
@@ -226,7 +226,10 @@ bool UcxWorker::progressLocked() {
 // end: flushing one (sysv, posix, cma, self) waits on this rank's own queues only. Network
 // endpoints are left alone: a tcp endpoint's flush also waits for the peer to acknowledge every
 // rendezvous put (UCT_FLUSH_FLAG_LOCAL notwithstanding), which takes the peer's progress, the
-// very thing a rank that has returned cannot count on (a 2+1+2-host run hung there).
+// very thing a rank that has returned cannot count on (a 2+1+2-host run hung there). That
+// holds for tcp between ranks of one host too (UCX_TLS without shared memory, where every
+// thread-rank test that destroys a communicator after its last collective hung), so what is
+// flushed is decided by the endpoint's lanes, not by where the peer lives.
 bool UcxWorker::flush() {
   std::lock_guard lock(mutex_);
   if (closed_ || closing_) return true;

@@ -64,6 +64,16 @@ bool sharedMemoryLanes(std::string_view lanes) {
   return lanes.find("/memory") != std::string::npos;
 }
 
+bool onlySharedMemoryLanes(std::string_view lanes) {
+  if (lanes.empty() || lanes == "?") return false;
+  for (size_t at = 0; at <= lanes.size();) {
+    const size_t end = std::min(lanes.find(", ", at), lanes.size());
+    if (!sharedMemoryLanes(lanes.substr(at, end - at))) return false;
+    at = end + 2;
+  }
+  return true;
+}
+
 std::string UcxWorker::resources() {
   std::lock_guard lock(mutex_);
   std::string names;
@@ -244,6 +254,9 @@ void UcxWorker::setUp(OutOfBand& oob) {
                   options_.label, rank_, r, info.pid);
       }
     }
+    // What UCX picked decides, not where the peer is: UCX_TLS may leave shared memory out.
+    p.flushOnReturn = p.sameHost && !p.ucxErrorHandling && r != rank_ &&
+                      onlySharedMemoryLanes(endpointLanes(p.eps[0]));
     endpoints += p.channels;
     onHost += p.sameHost && r != rank_;
     watched += p.watched;

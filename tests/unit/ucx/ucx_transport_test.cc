@@ -426,6 +426,19 @@ TEST_CASE("shared-memory lanes are told apart from network lanes (other hosts re
   CHECK_FALSE(sharedMemoryLanes("rc_mlx5/mlx5_0:1.0, ud_mlx5/mlx5_0:1.0"));
 }
 
+TEST_CASE("only endpoints whose every lane is shared memory are flushed before an operation ends") {
+  using weft::ucx::onlySharedMemoryLanes;
+  CHECK(onlySharedMemoryLanes("sysv/memory.0, cma/memory.0"));
+  CHECK(onlySharedMemoryLanes("posix/memory.0"));
+  CHECK(onlySharedMemoryLanes("self/memory.0"));
+  CHECK_FALSE(onlySharedMemoryLanes("tcp/eth0.0, cma/memory.0"));
+  CHECK_FALSE(onlySharedMemoryLanes("sysv/memory.0, tcp/lo.0"));
+  CHECK_FALSE(onlySharedMemoryLanes("tcp/lo.0, tcp/lo.0"));
+  CHECK_FALSE(onlySharedMemoryLanes("tcp/lo.0"));
+  CHECK_FALSE(onlySharedMemoryLanes("?"));  // UCX printed no lanes
+  CHECK_FALSE(onlySharedMemoryLanes(""));
+}
+
 // A rank with nothing to do sleeps in waitForActivity with a limit far past the test's deadline:
 // only the wake-up from an arriving message (eager and rendezvous, over shared memory and over
 // tcp) lets the ping-pong finish before the deadline check below fails it.
