@@ -74,6 +74,12 @@ bool onlySharedMemoryLanes(std::string_view lanes) {
   return true;
 }
 
+bool sharedMemoryResources(std::string_view resources) {
+  for (const char* shm : {"sysv/", "posix/", "cma/", "xpmem/", "knem/"})
+    if (resources.find(shm) != std::string_view::npos) return true;
+  return false;
+}
+
 std::string UcxWorker::resources() {
   std::lock_guard lock(mutex_);
   std::string names;
@@ -159,6 +165,11 @@ void UcxWorker::setUp(OutOfBand& oob) {
               options_.label, rank_);
   }
 
+  // A context without shared-memory transports (UCX_TLS leaving them out) reaches the ranks of
+  // this host over the network too: they are treated as peers on other hosts are (UCX error
+  // handling, no flush at the end of an operation, several channels).
+  overNetwork_ = options_.networkOnly || !sharedMemoryResources(resources());
+
   ucp_worker_attr_t attr{};
   attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_THREAD_MODE;
   checkStatus(ucp_worker_query(worker_, &attr), rank_, "ucp_worker_query");
@@ -208,7 +219,7 @@ void UcxWorker::setUp(OutOfBand& oob) {
     // Self never fails on its own; a peer in this process shares our fate.
     bool sameProcess = p.sameHost && info.pid == me.pid;
     p.ucxErrorHandling =
-        !p.sameHost || ((options_.networkOnly || options_.peerErrorHandlingOnHost) && r != rank_) ||
+        !p.sameHost || ((overNetwork_ || options_.peerErrorHandlingOnHost) && r != rank_) ||
         (!sameProcess && !ProcessWatch::supported());
 
     ucp_ep_params_t ep{};
@@ -268,9 +279,9 @@ void UcxWorker::setUp(OutOfBand& oob) {
             "network peer), {} of them on this host ({} watched by pid), {} with UCX peer error "
             "handling{}",
             options_.label, rank_, nranks_, connected,
-            options_.networkOnly ? " over network transports only" : "", endpoints,
+            overNetwork_ ? " over network transports only" : "", endpoints,
             options_.channels, onHost, watched, handled,
-            onHost > 0 && !options_.peerErrorHandlingOnHost && !options_.networkOnly
+            onHost > 0 && !options_.peerErrorHandlingOnHost && !overNetwork_
                 ? "; same-host peers use shared memory without UCX error handling (UCX 1.13 has "
                   "none for sysv/posix/cma)"
                 : "");

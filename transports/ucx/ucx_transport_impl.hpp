@@ -125,6 +125,9 @@ bool sharedMemoryLanes(std::string_view lanes);
 // Whether every one of an endpoint's lanes is a shared-memory transport: such an endpoint's
 // flush waits on this rank's own queues only (UcxWorker::flush).
 bool onlySharedMemoryLanes(std::string_view lanes);
+// Whether a context's resources (UcxWorker::resources: "sysv/memory, tcp/lo, self/memory")
+// include a shared-memory transport between processes (self does not count).
+bool sharedMemoryResources(std::string_view resources);
 // Sets the state last, with release order: a reader that sees it sees `bytes` and `error`.
 inline void publish(Request* req, Request::State state) {
   req->state.store(state, std::memory_order_release);
@@ -222,6 +225,9 @@ class UcxWorker {
   int nranks_ = 0;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  // Every peer is reached over the network: options_.networkOnly, or a context without
+  // shared-memory transports (UCX_TLS).
+  bool overNetwork_ = false;
   int eventFd_ = -1;  // the worker's wake-up fd (UCP_FEATURE_WAKEUP); -1: armWake can't
   std::unique_ptr<Peer[]> peers_;
   int rankBits_ = 0;                // of the UCP tag's sender field the ranks use (tag_layout.hpp)

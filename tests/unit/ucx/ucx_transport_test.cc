@@ -439,6 +439,16 @@ TEST_CASE("only endpoints whose every lane is shared memory are flushed before a
   CHECK_FALSE(onlySharedMemoryLanes(""));
 }
 
+TEST_CASE("a context without sysv, posix, cma, xpmem or knem reaches this host's ranks over the network") {
+  using weft::ucx::sharedMemoryResources;
+  CHECK(sharedMemoryResources("self/memory, tcp/lo, sysv/memory, posix/memory, cma/memory"));
+  CHECK(sharedMemoryResources("cma/memory"));
+  CHECK(sharedMemoryResources("xpmem/memory, tcp/eth0"));
+  CHECK_FALSE(sharedMemoryResources("self/memory, tcp/lo, tcp/eth0"));
+  CHECK_FALSE(sharedMemoryResources("rc_mlx5/mlx5_0:1, self/memory"));
+  CHECK_FALSE(sharedMemoryResources(""));
+}
+
 // A rank with nothing to do sleeps in waitForActivity with a limit far past the test's deadline:
 // only the wake-up from an arriving message (eager and rendezvous, over shared memory and over
 // tcp) lets the ping-pong finish before the deadline check below fails it.
