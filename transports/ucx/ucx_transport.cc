@@ -218,9 +218,9 @@ void UcxWorker::setUp(OutOfBand& oob) {
     ++connected;
     // Self never fails on its own; a peer in this process shares our fate.
     bool sameProcess = p.sameHost && info.pid == me.pid;
-    p.ucxErrorHandling =
-        !p.sameHost || ((overNetwork_ || options_.peerErrorHandlingOnHost) && r != rank_) ||
-        (!sameProcess && !ProcessWatch::supported());
+    p.ucxErrorHandling = !p.sameHost ||
+                         ((overNetwork_ || options_.peerErrorHandlingOnHost) && r != rank_) ||
+                         (!sameProcess && !ProcessWatch::supported());
 
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
@@ -279,8 +279,8 @@ void UcxWorker::setUp(OutOfBand& oob) {
             "network peer), {} of them on this host ({} watched by pid), {} with UCX peer error "
             "handling{}",
             options_.label, rank_, nranks_, connected,
-            overNetwork_ ? " over network transports only" : "", endpoints,
-            options_.channels, onHost, watched, handled,
+            overNetwork_ ? " over network transports only" : "", endpoints, options_.channels,
+            onHost, watched, handled,
             onHost > 0 && !options_.peerErrorHandlingOnHost && !overNetwork_
                 ? "; same-host peers use shared memory without UCX error handling (UCX 1.13 has "
                   "none for sysv/posix/cma)"

@@ -439,7 +439,7 @@ TEST_CASE("only endpoints whose every lane is shared memory are flushed before a
   CHECK_FALSE(onlySharedMemoryLanes(""));
 }
 
-TEST_CASE("a context without sysv, posix, cma, xpmem or knem reaches this host's ranks over the network") {
+TEST_CASE("a context without sysv, posix, cma, xpmem or knem reaches its host over the network") {
   using weft::ucx::sharedMemoryResources;
   CHECK(sharedMemoryResources("self/memory, tcp/lo, sysv/memory, posix/memory, cma/memory"));
   CHECK(sharedMemoryResources("cma/memory"));
