@@ -113,10 +113,12 @@ void UcxWorker::unlink(PendingOp* op) {
 }
 
 // UCX on this rank may owe the peer a message after the request completes (flush()). Only
-// shared-memory endpoints are flushed (Peer::flushOnReturn): see flush().
+// shared-memory endpoints are flushed: see flush(). Peers with UCX error handling are the ones
+// reached over the network, on other hosts or, with a UCX_TLS that leaves shared memory out,
+// on this one (UcxWorker::overNetwork_).
 void UcxWorker::touch(int peer) {
   Peer& p = peers_[peer];
-  if (p.touched || !p.flushOnReturn) return;
+  if (p.touched || peer == rank_ || !p.sameHost || p.ucxErrorHandling) return;
   p.touched = true;
   touched_.push_back(peer);
 }
@@ -228,8 +230,8 @@ bool UcxWorker::progressLocked() {
 // rendezvous put (UCT_FLUSH_FLAG_LOCAL notwithstanding), which takes the peer's progress, the
 // very thing a rank that has returned cannot count on (a 2+1+2-host run hung there). That
 // holds for tcp between ranks of one host too (UCX_TLS without shared memory, where every
-// thread-rank test that destroys a communicator after its last collective hung), so what is
-// flushed is decided by the endpoint's lanes, not by where the peer lives.
+// thread-rank test that destroys a communicator after its last collective hung): those peers
+// get UCX error handling (overNetwork_), which leaves them out here.
 bool UcxWorker::flush() {
   std::lock_guard lock(mutex_);
   if (closed_ || closing_) return true;

@@ -64,18 +64,8 @@ bool sharedMemoryLanes(std::string_view lanes) {
   return lanes.find("/memory") != std::string::npos;
 }
 
-bool onlySharedMemoryLanes(std::string_view lanes) {
-  if (lanes.empty() || lanes == "?") return false;
-  for (size_t at = 0; at <= lanes.size();) {
-    const size_t end = std::min(lanes.find(", ", at), lanes.size());
-    if (!sharedMemoryLanes(lanes.substr(at, end - at))) return false;
-    at = end + 2;
-  }
-  return true;
-}
-
 bool sharedMemoryResources(std::string_view resources) {
-  for (const char* shm : {"sysv/", "posix/", "cma/", "xpmem/", "knem/"})
+  for (const char* shm : {"sysv/", "posix/", "xpmem/"})
     if (resources.find(shm) != std::string_view::npos) return true;
   return false;
 }
@@ -165,9 +155,10 @@ void UcxWorker::setUp(OutOfBand& oob) {
               options_.label, rank_);
   }
 
-  // A context without shared-memory transports (UCX_TLS leaving them out) reaches the ranks of
-  // this host over the network too: they are treated as peers on other hosts are (UCX error
-  // handling, no flush at the end of an operation, several channels).
+  // A context without a shared-memory transport for messages (UCX_TLS leaving out sysv, posix
+  // and xpmem; cma and knem only copy rendezvous data) reaches the ranks of this host over the
+  // network too: they are treated as peers on other hosts are (UCX error handling, no flush at
+  // the end of an operation, several channels).
   overNetwork_ = options_.networkOnly || !sharedMemoryResources(resources());
 
   ucp_worker_attr_t attr{};
@@ -265,9 +256,6 @@ void UcxWorker::setUp(OutOfBand& oob) {
                   options_.label, rank_, r, info.pid);
       }
     }
-    // What UCX picked decides, not where the peer is: UCX_TLS may leave shared memory out.
-    p.flushOnReturn = p.sameHost && !p.ucxErrorHandling && r != rank_ &&
-                      onlySharedMemoryLanes(endpointLanes(p.eps[0]));
     endpoints += p.channels;
     onHost += p.sameHost && r != rank_;
     watched += p.watched;

@@ -83,10 +83,6 @@ struct Peer {
   std::string failDetail;
   PendingOp* pending = nullptr;
   size_t pendingCount = 0;
-  // Its endpoint is flushed before an operation ends (flush()): a peer on this host reached
-  // over shared memory alone. A tcp endpoint between ranks of one host (UCX_TLS without shared
-  // memory) is left alone like one to another host: its flush would wait for the peer.
-  bool flushOnReturn = false;
   bool touched = false;  // a message went to or came from it since the last flush()
 
   bool connected() const { return eps[0] != nullptr; }
@@ -122,11 +118,9 @@ std::string describe(const OpDesc& d);
 // Whether an endpoint's lanes ("sysv/memory.0, cma/memory.0", "tcp/eth0.0") include a
 // shared-memory transport: refused for peers on other hosts.
 bool sharedMemoryLanes(std::string_view lanes);
-// Whether every one of an endpoint's lanes is a shared-memory transport: such an endpoint's
-// flush waits on this rank's own queues only (UcxWorker::flush).
-bool onlySharedMemoryLanes(std::string_view lanes);
 // Whether a context's resources (UcxWorker::resources: "sysv/memory, tcp/lo, self/memory")
-// include a shared-memory transport between processes (self does not count).
+// include a shared-memory transport that carries messages between processes: sysv, posix or
+// xpmem (self stays in the process; cma and knem only copy rendezvous data).
 bool sharedMemoryResources(std::string_view resources);
 // Sets the state last, with release order: a reader that sees it sees `bytes` and `error`.
 inline void publish(Request* req, Request::State state) {
